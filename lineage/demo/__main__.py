@@ -1,0 +1,76 @@
+"""The demo's steps that are not Spark jobs: ``publish`` the lab events, ``report`` what landed.
+
+``python -m lineage.demo publish`` sends the lab events with openlineage-python's KafkaTransport and the
+malformed messages as raw bytes, unless the topic already holds messages (so re-running the demo never
+duplicates them). ``python -m lineage.demo report`` prints rows per table and rejected reasons, read
+with pyiceberg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections import Counter
+
+from lineage.demo.events import MALFORMED, lab_events
+from lineage.io.catalog import open_catalog
+from lineage.io.local_kafka import create_topic
+from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.settings import Settings, load_settings
+
+
+def publish(settings: Settings, force: bool = False) -> None:
+    kafka = settings.kafka
+    create_topic(kafka.bootstrap_servers, kafka.topic, settings.local_kafka.partitions, kafka.max_message_bytes)
+    already = topic_message_count(kafka.bootstrap_servers, kafka.topic)
+    if already and not force:
+        print(f"topic {kafka.topic} already holds {already} messages: not publishing the demo events again")
+        return
+    client = kafka_client(kafka.bootstrap_servers, kafka.topic, kafka.max_message_bytes)
+    sent = publish_events(client, (e.event for e in lab_events()))
+    bad = publish_raw(kafka.bootstrap_servers, kafka.topic, [(b"malformed", v) for v, _ in MALFORMED],
+                      kafka.max_message_bytes)
+    print(f"published {sent} OpenLineage events (openlineage-python KafkaTransport) and {bad} malformed "
+          f"messages to {kafka.topic} on {kafka.bootstrap_servers}")
+
+
+def report(settings: Settings) -> None:
+    catalog = open_catalog(settings.catalog)
+    cat = settings.catalog
+    events = catalog.load_table((cat.raw_namespace, "events")).scan(
+        selected_fields=("event_kind", "event_type", "producer")).to_arrow()
+    rejected = catalog.load_table((cat.raw_namespace, "rejected")).scan(
+        selected_fields=("reason", "detail", "kafka_offset")).to_arrow()
+    print(f"\n{cat.events_table}: {events.num_rows} rows")
+    kinds = Counter(zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(),
+                        strict=True))
+    for (kind, etype), n in sorted(kinds.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        print(f"  {kind:<13} {etype or '-':<9} {n:>6}")
+    print(f"{cat.rejected_table}: {rejected.num_rows} rows")
+    reasons = Counter(rejected.column("reason").to_pylist())
+    examples = dict(zip(rejected.column("reason").to_pylist(), rejected.column("detail").to_pylist(),
+                        strict=True))
+    for reason, n in sorted(reasons.items()):
+        print(f"  {reason:<19} {n:>4}  e.g. {examples[reason]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lineage.demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    pub = sub.add_parser("publish", help="send the lab events and the malformed messages")
+    pub.add_argument("--force", action="store_true", help="publish even if the topic is not empty")
+    sub.add_parser("report", help="print what landed in the raw tables")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    settings = load_settings()
+    if args.command == "publish":
+        publish(settings, force=args.force)
+    else:
+        report(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

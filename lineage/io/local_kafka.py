@@ -1,0 +1,241 @@
+"""A single-node Apache Kafka broker (KRaft: broker + controller in one JVM) on 127.0.0.1.
+
+Started from the jars `make jars` fetched from Maven Central (conf/maven/pom.xml, profile ``kafka``):
+``kafka.tools.StorageTool format`` once, then ``kafka.Kafka``. Used by `make kafka-start` / `make kafka-stop`
+and by the test fixtures (on free ports, so tests never collide with a running demo).
+
+Command line: ``python -m lineage.io.local_kafka start|stop|status``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from lineage.settings import LocalKafkaSettings, load_settings
+
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@dataclass
+class LocalKafka:
+    """One broker whose data, configuration, log and pid file live in ``data_dir``."""
+
+    data_dir: Path
+    jars_dir: Path
+    port: int
+    controller_port: int
+    max_message_bytes: int
+    partitions: int = 4
+    heap: str = "512m"
+
+    @classmethod
+    def from_settings(cls, local: LocalKafkaSettings, max_message_bytes: int) -> LocalKafka:
+        return cls(
+            data_dir=local.data_dir,
+            jars_dir=local.jars_dir,
+            port=local.port,
+            controller_port=local.controller_port,
+            max_message_bytes=max_message_bytes,
+            partitions=local.partitions,
+            heap=local.heap,
+        )
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def _pid_file(self) -> Path:
+        return self.data_dir / "broker.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    @property
+    def _properties_file(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    def _classpath(self) -> str:
+        if not any(self.jars_dir.glob("kafka_*.jar")):
+            raise FileNotFoundError(
+                f"no Kafka broker jars in {self.jars_dir}: run `make jars` (Maven fetches the pinned jars)"
+            )
+        return str(self.jars_dir / "*")
+
+    def _write_properties(self) -> None:
+        limit = self.max_message_bytes
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            "num.partitions": str(self.partitions),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # OpenLineage Spark events reach tens of MB: raise every size limit on the broker side.
+            "message.max.bytes": str(limit),
+            "replica.fetch.max.bytes": str(limit),
+            "socket.request.max.bytes": str(max(limit * 2, 104857600)),
+            "auto.create.topics.enable": "true",
+        }
+        self._properties_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def pid(self) -> int | None:
+        """The broker's pid when it is alive, else None."""
+        try:
+            pid = int(self._pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return pid
+
+    def start(self) -> None:
+        """Format the storage on first use, start the broker and wait until it answers. Idempotent."""
+        if self.pid() is not None and _port_open(self.port):
+            log.info("Kafka already running on %s (pid %s)", self.bootstrap_servers, self.pid())
+            return
+        if _port_open(self.port):
+            raise RuntimeError(f"port {self.port} is taken by another process; set local_kafka.port")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        classpath = self._classpath()
+        self._write_properties()
+        java = ["java", f"-Xmx{self.heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
+        if not (self.data_dir / "logs" / "meta.properties").exists():
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            subprocess.run(
+                [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file)],
+                check=True,
+                capture_output=True,
+            )
+        with self.log_file.open("ab") as out:
+            process = subprocess.Popen(
+                [*java, "kafka.Kafka", str(self._properties_file)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._pid_file.write_text(str(process.pid))
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {process.returncode}; see {self.log_file}")
+            if _port_open(self.port) and self._metadata_ready():
+                log.info("Kafka is up on %s (pid %s)", self.bootstrap_servers, process.pid)
+                return
+            time.sleep(0.5)
+        self.stop()
+        raise TimeoutError(f"Kafka did not answer within {STARTUP_TIMEOUT_S:.0f}s; see {self.log_file}")
+
+    def _metadata_ready(self) -> bool:
+        from confluent_kafka.admin import AdminClient
+
+        try:
+            metadata = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=2)
+        except Exception:  # noqa: BLE001 - not ready yet, whatever the client says
+            return False
+        return bool(metadata.brokers)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop the broker (SIGTERM, then SIGKILL after ``timeout_s``). Idempotent."""
+        pid = self.pid()
+        if pid is None:
+            self._pid_file.unlink(missing_ok=True)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.pid() is not None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.2)
+        if self.pid() is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        self._pid_file.unlink(missing_ok=True)
+
+    def create_topic(self, topic: str, partitions: int | None = None) -> None:
+        """Create ``topic`` with raised message size limits, unless it exists."""
+        create_topic(self.bootstrap_servers, topic, partitions or self.partitions, self.max_message_bytes)
+
+
+def create_topic(bootstrap_servers: str, topic: str, partitions: int, max_message_bytes: int) -> None:
+    """Create ``topic`` (replication 1, ``max.message.bytes`` raised) unless it already exists."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    if topic in admin.list_topics(timeout=10).topics:
+        return
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                   config={"max.message.bytes": str(max_message_bytes)})
+    for future in admin.create_topics([new]).values():
+        try:
+            future.result(timeout=30)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lineage.io.local_kafka", description=__doc__)
+    parser.add_argument("command", choices=["start", "stop", "status"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    settings = load_settings()
+    broker = LocalKafka.from_settings(settings.local_kafka, settings.kafka.max_message_bytes)
+    if args.command == "start":
+        broker.start()
+        broker.create_topic(settings.kafka.topic)
+        print(f"Kafka running on {broker.bootstrap_servers}, topic {settings.kafka.topic}, log {broker.log_file}")
+    elif args.command == "stop":
+        broker.stop()
+        print("Kafka stopped")
+    else:
+        pid = broker.pid()
+        print(f"Kafka running on {broker.bootstrap_servers} (pid {pid})" if pid else "Kafka not running")
+        return 0 if pid else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

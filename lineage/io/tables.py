@@ -1,0 +1,79 @@
+"""DDL of the raw tables (SQL kept together here) and table lookups through Spark."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from lineage.settings import CatalogSettings
+
+# Properties every raw table gets. Streaming appends many small commits: keep metadata files bounded,
+# compress with zstd, and let each micro-batch write without a shuffle (fanout writer, no distribution).
+_RAW_TABLE_PROPERTIES = {
+    "format-version": "2",
+    "write.parquet.compression-codec": "zstd",
+    "write.distribution-mode": "none",
+    "write.spark.fanout.enabled": "true",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "50",
+}
+
+_EVENTS_DDL = """
+CREATE TABLE IF NOT EXISTS {table} (
+    event_kind           STRING    COMMENT 'RunEvent, DatasetEvent or JobEvent',
+    event_type           STRING    COMMENT 'START, RUNNING, COMPLETE, ABORT, FAIL, OTHER; null when not given',
+    event_time           TIMESTAMP COMMENT 'eventTime, UTC',
+    run_id               STRING,
+    job_namespace        STRING,
+    job_name             STRING,
+    dataset_namespace    STRING    COMMENT 'DatasetEvent only',
+    dataset_name         STRING    COMMENT 'DatasetEvent only',
+    parent_run_id        STRING    COMMENT 'run.facets.parent.run.runId',
+    parent_job_namespace STRING,
+    parent_job_name      STRING,
+    root_run_id          STRING    COMMENT 'run.facets.parent.root.run.runId',
+    root_job_namespace   STRING,
+    root_job_name        STRING,
+    producer             STRING,
+    schema_url           STRING,
+    event_json           STRING    COMMENT 'the event exactly as received',
+    payload_bytes        INT,
+    kafka_topic          STRING,
+    kafka_partition      INT,
+    kafka_offset         BIGINT,
+    kafka_timestamp      TIMESTAMP,
+    kafka_key            STRING,
+    ingested_at          TIMESTAMP
+) USING iceberg
+PARTITIONED BY (days(event_time))
+TBLPROPERTIES ({properties})
+"""
+
+_REJECTED_DDL = """
+CREATE TABLE IF NOT EXISTS {table} (
+    kafka_topic      STRING,
+    kafka_partition  INT,
+    kafka_offset     BIGINT,
+    kafka_timestamp  TIMESTAMP,
+    kafka_key        BINARY,
+    value            BINARY  COMMENT 'the message value, byte for byte',
+    payload_bytes    INT,
+    reason           STRING  COMMENT 'stable reason code, see lineage.transforms.envelope.REASONS',
+    detail           STRING  COMMENT 'human-readable explanation',
+    ingested_at      TIMESTAMP
+) USING iceberg
+PARTITIONED BY (days(ingested_at))
+TBLPROPERTIES ({properties})
+"""
+
+
+def _properties_sql(props: dict[str, str]) -> str:
+    return ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+
+
+def create_raw_tables(spark: SparkSession, catalog: CatalogSettings, target_file_size_bytes: int) -> None:
+    """Create the ``raw`` and ``lineage`` namespaces and the two raw tables if missing. Idempotent."""
+    for namespace in (catalog.raw_namespace, catalog.lineage_namespace):
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.{namespace}")
+    props = _properties_sql({**_RAW_TABLE_PROPERTIES, "write.target-file-size-bytes": str(target_file_size_bytes)})
+    spark.sql(_EVENTS_DDL.format(table=catalog.events_table, properties=props))
+    spark.sql(_REJECTED_DDL.format(table=catalog.rejected_table, properties=props))

@@ -1,0 +1,86 @@
+"""The one place that builds a SparkSession (every job receives it from here)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from lineage.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def read_defaults_file(path: Path) -> dict[str, str]:
+    """Parse a ``spark-defaults.conf`` style file: ``key<whitespace>value`` lines, ``#`` comments."""
+    props: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = text.split(None, 1)
+        if len(parts) != 2:
+            raise ValueError(f"{path}:{number}: expected 'key value', got {line!r}")
+        props[parts[0]] = parts[1].strip()
+    return props
+
+
+def extra_jars(jars_dir: str) -> list[str]:
+    """Jars from ``make jars`` that PySpark does not already ship (same artifact, other version)."""
+    if not jars_dir:
+        return []
+    folder = Path(jars_dir).expanduser().resolve()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} does not exist: run `make jars` (Maven fetches the pinned jars)")
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in shipped)
+
+
+def _artifact(jar_name: str) -> str:
+    """``kafka-clients-3.9.1.jar`` -> ``kafka-clients``."""
+    stem = jar_name.removesuffix(".jar")
+    parts = stem.split("-")
+    while parts and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
+    """Every property the session starts with, lowest precedence first."""
+    props: dict[str, str] = {}
+    if settings.spark.defaults_file.is_file():
+        props.update(read_defaults_file(settings.spark.defaults_file))
+    props["spark.app.name"] = f"{settings.spark.app_name_prefix}-{app_name}"
+    props["spark.sql.shuffle.partitions"] = str(settings.spark.shuffle_partitions)
+    props["spark.driver.memory"] = settings.spark.driver_memory
+    if settings.spark.master:
+        props["spark.master"] = settings.spark.master
+    jars = extra_jars(settings.spark.jars_dir)
+    if jars:
+        props["spark.jars"] = ",".join(jars)
+        # JDBC's DriverManager only sees drivers on the system class path (SQLite catalog).
+        props["spark.driver.extraClassPath"] = ":".join(jars)
+    catalog = settings.catalog
+    props[f"spark.sql.catalog.{catalog.name}"] = "org.apache.iceberg.spark.SparkCatalog"
+    for key, value in catalog.spark_properties().items():
+        props[f"spark.sql.catalog.{catalog.name}.{key}"] = value
+    props.update(settings.spark.conf)
+    return props
+
+
+def build_session(settings: Settings, app_name: str) -> SparkSession:
+    """Create (or reuse) the SparkSession for one job."""
+    if settings.catalog.embedded:
+        settings.catalog.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        settings.catalog.warehouse.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder
+    if not settings.spark.master:
+        builder = builder.master("local[*]")
+    for key, value in spark_properties(settings, app_name).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
