@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -39,13 +40,13 @@ def extra_jars(jars_dir: str) -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in shipped)
 
 
+_JAR = re.compile(r"(?P<artifact>.+?)-(?P<version>\d+(\.\d+)*([-.][A-Za-z0-9]+)*)\.jar")
+
+
 def _artifact(jar_name: str) -> str:
-    """``kafka-clients-3.9.1.jar`` -> ``kafka-clients``."""
-    stem = jar_name.removesuffix(".jar")
-    parts = stem.split("-")
-    while parts and parts[-1][:1].isdigit():
-        parts.pop()
-    return "-".join(parts)
+    """``kafka-clients-3.9.1.jar`` -> ``kafka-clients``; ``x_2.13-1.0.jar`` -> ``x_2.13``."""
+    match = _JAR.fullmatch(jar_name)
+    return match.group("artifact") if match else jar_name.removesuffix(".jar")
 
 
 def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
@@ -65,7 +66,10 @@ def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
         props["spark.driver.extraClassPath"] = ":".join(jars)
     catalog = settings.catalog
     props[f"spark.sql.catalog.{catalog.name}"] = "org.apache.iceberg.spark.SparkCatalog"
-    for key, value in catalog.spark_properties().items():
+    # Other processes (the ingestion, the CLI's close-run, other builds) commit to the same tables; a cached
+    # table would serve a stale snapshot to this session, so load the current metadata on every access.
+    catalog_props = {"cache-enabled": "false", **catalog.spark_properties()}
+    for key, value in catalog_props.items():
         props[f"spark.sql.catalog.{catalog.name}.{key}"] = value
     props.update(settings.spark.conf)
     return props

@@ -97,8 +97,7 @@ def kafka_source(spark: SparkSession, settings: Settings, starting_offsets: str 
 class BatchWriter:
     """The ``foreachBatch`` function: validate, skip what already landed, append to both raw tables."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, progress: IngestProgress) -> None:
-        self._spark = spark
+    def __init__(self, settings: Settings, progress: IngestProgress) -> None:
         self._events = settings.catalog.events_table
         self._rejected = settings.catalog.rejected_table
         self._progress = progress
@@ -147,11 +146,12 @@ class BatchWriter:
                 for r in ranges
             ],
         )
+        spark = parsed.sparkSession  # the query's session, which also writes below
         existing = (
-            self._spark.table(self._events)
+            spark.table(self._events)
             .where(in_batch)
             .select(*COORDINATES)
-            .unionByName(self._spark.table(self._rejected).where(in_batch).select(*COORDINATES))
+            .unionByName(spark.table(self._rejected).where(in_batch).select(*COORDINATES))
         )
         already = existing.count()
         if already:
@@ -199,7 +199,7 @@ def run_ingest(
         kafka_source(spark, settings, starting_offsets)
         .writeStream.queryName(f"ingest-{settings.kafka.topic}")
         .option("checkpointLocation", str(settings.ingest.checkpoint))
-        .foreachBatch(BatchWriter(spark, settings, progress))
+        .foreachBatch(BatchWriter(settings, progress))
         .trigger(**trigger_args)
         .start()
     )

@@ -142,11 +142,15 @@ class LocalKafka:
         java = ["java", f"-Xmx{self.heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
         if not (self.data_dir / "logs" / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            subprocess.run(
-                [*java, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file)],
-                check=True,
+            # "--cluster-id=" form: a base64 id may start with "-", which would read as an option.
+            formatted = subprocess.run(
+                [*java, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                 "--config", str(self._properties_file)],
                 capture_output=True,
+                text=True,
             )
+            if formatted.returncode != 0:
+                raise RuntimeError(f"formatting Kafka storage failed: {formatted.stderr.strip()[-2000:]}")
         with self.log_file.open("ab") as out:
             process = subprocess.Popen(
                 [*java, "kafka.Kafka", str(self._properties_file)],

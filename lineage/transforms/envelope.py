@@ -151,11 +151,9 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         F.coalesce(F.length("value"), F.lit(0)).alias("payload_bytes"),
-        F.when(F.col("value").isNull() | (F.length(F.trim(text)) == 0), F.lit(True))
-        .otherwise(F.lit(False))
-        .alias("_empty"),
+        # First non-whitespace character: '' for empty/blank values, '{' for a JSON object.
+        F.coalesce(F.regexp_extract(text, r"^\s*(\S)", 1), F.lit("")).alias("_first"),
         F.is_valid_utf8(text).alias("_utf8"),
-        F.ltrim(text).startswith("{").alias("_object_like"),
         F.try_parse_json(text).alias("_v"),
     )
     nodes = {
@@ -217,10 +215,10 @@ def parse_messages(messages: DataFrame) -> DataFrame:
     bad_run_id = (kind_col == RUN_EVENT) & ~F.col("run_id").rlike(UUID_PATTERN)
 
     reason = (
-        F.when(F.col("_empty"), F.lit(EMPTY_VALUE))
+        F.when(F.col("_first") == "", F.lit(EMPTY_VALUE))
         .when(~F.col("_utf8"), F.lit(NOT_UTF8))
         .when(v.isNull(), F.lit(NOT_JSON))
-        .when(~F.col("_object_like"), F.lit(NOT_JSON_OBJECT))
+        .when(F.col("_first") != "{", F.lit(NOT_JSON_OBJECT))
         .when(common_reason.isNotNull(), common_reason)
         .when(kind_col.isNull(), F.lit(UNKNOWN_EVENT_KIND))
         .when(kind_reason.isNotNull(), kind_reason)
@@ -229,10 +227,10 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         .when(bad_run_id, F.lit(INVALID_RUN_ID))
     )
     detail = (
-        F.when(F.col("_empty"), F.lit("message value is null or empty"))
+        F.when(F.col("_first") == "", F.lit("message value is null, empty or blank"))
         .when(~F.col("_utf8"), F.lit("message value is not valid UTF-8"))
         .when(v.isNull(), F.lit("message value is not valid JSON"))
-        .when(~F.col("_object_like"), F.concat(F.lit("JSON value is not an object but "), _json_type(v)))
+        .when(F.col("_first") != "{", F.concat(F.lit("JSON value is not an object but "), _json_type(v)))
         .when(common_reason.isNotNull(), common_detail)
         .when(kind_col.isNull(), F.lit("JSON object has none of run, job or dataset"))
         .when(kind_reason.isNotNull(), kind_detail)

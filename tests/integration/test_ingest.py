@@ -1,0 +1,246 @@
+"""Kafka -> Structured Streaming -> Iceberg against the real broker, real Spark and a real catalog."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from openlineage.client.serde import Serde
+from pyiceberg.expressions import EqualTo
+from pyspark.sql import SparkSession
+
+from lineage.demo.events import MALFORMED, lab_events
+from lineage.ingest.stream import FAULT_ENV, run_ingest
+from lineage.io.catalog import open_catalog
+from lineage.io.local_kafka import LocalKafka
+from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def for_topic(base: Settings, broker: LocalKafka, topic: str, checkpoint: Path, **ingest: object) -> Settings:
+    return base.model_copy(update={
+        "kafka": base.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers, "topic": topic}),
+        "ingest": base.ingest.model_copy(update={"checkpoint": checkpoint, **ingest}),
+    })
+
+
+def landed(settings: Settings, topic: str) -> tuple[pa.Table, pa.Table]:
+    """(raw.events rows, raw.rejected rows) of one topic, read with pyiceberg."""
+    catalog = open_catalog(settings.catalog)
+    ns = settings.catalog.raw_namespace
+    events = catalog.load_table((ns, "events")).scan(row_filter=EqualTo("kafka_topic", topic)).to_arrow()
+    rejected = catalog.load_table((ns, "rejected")).scan(row_filter=EqualTo("kafka_topic", topic)).to_arrow()
+    return events, rejected
+
+
+def coordinates(*tables: pa.Table) -> list[tuple[int, int]]:
+    return [
+        (p, o)
+        for t in tables
+        for p, o in zip(t.column("kafka_partition").to_pylist(), t.column("kafka_offset").to_pylist(), strict=True)
+    ]
+
+
+def expected_coordinates(broker: LocalKafka, topic: str) -> list[tuple[int, int]]:
+    """Every (partition, offset) in the topic, from the broker's watermarks."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "check"})
+    try:
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        out = []
+        for p in parts:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            out += [(p, o) for o in range(low, high)]
+        return sorted(out)
+    finally:
+        consumer.close()
+
+
+def read_topic(broker: LocalKafka, topic: str) -> dict[tuple[int, int], bytes | None]:
+    """Every message value in the topic by (partition, offset), read back with a plain consumer."""
+    from confluent_kafka import Consumer
+
+    expected = expected_coordinates(broker, topic)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"read-{uuid.uuid4()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+    consumer.subscribe([topic])
+    values: dict[tuple[int, int], bytes | None] = {}
+    deadline = time.monotonic() + 60
+    try:
+        while len(values) < len(expected) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                values[(message.partition(), message.offset())] = message.value()
+    finally:
+        consumer.close()
+    return values
+
+
+def publish_lab(broker: LocalKafka, topic: str) -> None:
+    client = kafka_client(broker.bootstrap_servers, topic, broker.max_message_bytes)
+    publish_events(client, (e.event for e in lab_events()))
+    publish_raw(broker.bootstrap_servers, topic, [(b"malformed", v) for v, _ in MALFORMED], broker.max_message_bytes)
+
+
+def test_openlineage_events_land_and_malformed_ones_are_rejected(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    publish_lab(kafka_broker, topic)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+
+    progress = run_ingest(spark, settings, trigger="availableNow")
+
+    events, rejected = landed(settings, topic)
+    lab = [json.loads(Serde.to_json(e.event)) for e in lab_events()]
+    assert sorted(zip(events.column("run_id").to_pylist(), events.column("event_type").to_pylist(), strict=True)) \
+        == sorted((e["run"]["runId"], e["eventType"]) for e in lab)
+    sent = read_topic(kafka_broker, topic)
+    for row in events.to_pylist():
+        assert row["event_json"].encode() == sent[(row["kafka_partition"], row["kafka_offset"])]
+    for row in rejected.to_pylist():
+        assert row["value"] == sent[(row["kafka_partition"], row["kafka_offset"])]
+    by_offset = sorted((r["kafka_offset"], r["reason"]) for r in rejected.to_pylist())
+    assert [reason for _, reason in by_offset] == [reason for _, reason in MALFORMED]
+    total = topic_message_count(kafka_broker.bootstrap_servers, topic)
+    assert (progress.rows_in, progress.landed, progress.rejected) == (total, len(lab), len(MALFORMED))
+    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
+
+
+def test_spark_reads_the_same_rows_as_pyiceberg(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    publish_lab(kafka_broker, topic)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+    run_ingest(spark, settings, trigger="availableNow")
+
+    events, _ = landed(settings, topic)
+    from_spark = spark.table(settings.catalog.events_table).where(f"kafka_topic = '{topic}'")
+    spark_kinds = Counter((r["event_kind"], r["event_type"]) for r in from_spark.collect())
+    iceberg_kinds = Counter(zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(),
+                                strict=True))
+    assert spark_kinds == iceberg_kinds
+    assert spark_kinds[("RunEvent", "RUNNING")] == 8
+
+
+def test_reading_the_same_topic_twice_lands_nothing_new(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    publish_lab(kafka_broker, topic)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+    run_ingest(spark, settings, trigger="availableNow")
+    catalog = open_catalog(settings.catalog)
+    snapshots = {t: catalog.load_table(("raw", t)).current_snapshot().snapshot_id for t in ("events", "rejected")}
+
+    again = run_ingest(spark, settings, trigger="availableNow")
+    fresh_checkpoint = for_topic(base_settings, kafka_broker, topic, tmp_path / "other-ckpt")
+    reread = run_ingest(spark, fresh_checkpoint, trigger="availableNow")
+
+    assert (again.rows_in, again.landed, again.rejected) == (0, 0, 0)
+    assert (reread.rows_in, reread.already_landed, reread.landed, reread.rejected) == (32, 32, 0, 0)
+    catalog = open_catalog(settings.catalog)
+    assert {t: catalog.load_table(("raw", t)).current_snapshot().snapshot_id for t in snapshots} == snapshots
+    events, rejected = landed(settings, topic)
+    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
+
+
+def _ingest_process(settings: Settings, trigger: str, **env: str) -> subprocess.Popen[bytes]:
+    """jobs/ingest_events.py in its own process group, configured by LINEAGE__* variables only."""
+    variables = {
+        **os.environ,
+        "LINEAGE__KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+        "LINEAGE__KAFKA__TOPIC": settings.kafka.topic,
+        "LINEAGE__CATALOG__SQLITE_PATH": str(settings.catalog.sqlite_path),
+        "LINEAGE__CATALOG__WAREHOUSE": str(settings.catalog.warehouse),
+        "LINEAGE__INGEST__CHECKPOINT": str(settings.ingest.checkpoint),
+        "LINEAGE__SPARK__MASTER": "local[2]",
+        "LINEAGE__SPARK__SHUFFLE_PARTITIONS": "2",
+        "LINEAGE__SPARK__DRIVER_MEMORY": "1g",
+        **env,
+    }
+    if settings.ingest.max_offsets_per_trigger:
+        variables["LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER"] = str(settings.ingest.max_offsets_per_trigger)
+    return subprocess.Popen(
+        [sys.executable, "jobs/ingest_events.py", "--trigger", trigger],
+        cwd=REPO, env=variables, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def _mixed_messages(count: int) -> list[tuple[bytes, bytes]]:
+    """Valid run events with a malformed message every 25th, keyed so they spread over partitions."""
+    messages = []
+    for i in range(count):
+        if i % 25 == 0:
+            messages.append((f"k{i}".encode(), b"{not json"))
+            continue
+        run_id = str(uuid.UUID(int=i + 1, version=4))
+        value = {"eventType": "RUNNING", "eventTime": "2026-11-20T08:00:00Z", "producer": "test",
+                 "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+                 "run": {"runId": run_id}, "job": {"namespace": "test", "name": f"job-{i % 7}"}}
+        messages.append((f"k{i}".encode(), json.dumps(value).encode()))
+    return messages
+
+
+def test_crash_between_the_two_commits_is_replayed_exactly_once(
+    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(500), kafka_broker.max_message_bytes)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+
+    crashed = _ingest_process(settings, "availableNow", **{FAULT_ENV: "0"})
+    crashed_output = crashed.communicate(timeout=300)[0].decode()
+    events, rejected = landed(settings, topic)
+    assert crashed.returncode == -signal.SIGKILL, crashed_output[-3000:]
+    assert (events.num_rows, rejected.num_rows) == (480, 0)  # events committed, rejected not yet
+
+    rerun = _ingest_process(settings, "availableNow")
+    rerun_output = rerun.communicate(timeout=300)[0].decode()
+    assert rerun.returncode == 0, rerun_output[-3000:]
+    assert "480 already landed" in rerun_output
+    events, rejected = landed(settings, topic)
+    assert (events.num_rows, rejected.num_rows) == (480, 20)
+    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
+
+
+def test_sigkill_mid_stream_then_restart_lands_every_offset_exactly_once(
+    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    total = 3000
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(total), kafka_broker.max_message_bytes)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt", max_offsets_per_trigger=150)
+
+    process = _ingest_process(settings, "1 second")
+    deadline = time.monotonic() + 240
+    seen = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        events, rejected = landed(settings, topic)
+        seen = events.num_rows + rejected.num_rows
+        if seen >= 450:
+            break
+        time.sleep(0.3)
+    os.killpg(process.pid, signal.SIGKILL)
+    output = process.communicate(timeout=60)[0].decode()
+    assert 0 < seen < total, output[-3000:]
+
+    restarted = _ingest_process(settings.model_copy(update={"ingest": settings.ingest.model_copy(
+        update={"max_offsets_per_trigger": None})}), "availableNow")
+    restarted_output = restarted.communicate(timeout=300)[0].decode()
+    assert restarted.returncode == 0, restarted_output[-3000:]
+    events, rejected = landed(settings, topic)
+    landed_coordinates = sorted(coordinates(events, rejected))
+    assert len(landed_coordinates) == len(set(landed_coordinates)), "duplicates after restart"
+    assert landed_coordinates == expected_coordinates(kafka_broker, topic)
+    assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
