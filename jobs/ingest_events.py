@@ -16,11 +16,14 @@ from lineage.spark import build_session
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trigger", help="'availableNow' (land what is there, then stop) or an interval")
     parser.add_argument("--topic", help="Kafka topic (default: kafka.topic setting, 'input.runs')")
-    parser.add_argument("--starting-offsets", choices=["earliest", "latest"],
-                        help="where a new checkpoint starts reading")
+    parser.add_argument(
+        "--starting-offsets", choices=["earliest", "latest"], help="where a new checkpoint starts reading"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -30,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     progress = run_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
     logging.getLogger("ingest_events").info(
         "done: %d batches, %d messages read, %d landed, %d rejected, %d already landed",
-        progress.batches, progress.rows_in, progress.landed, progress.rejected, progress.already_landed,
+        progress.batches,
+        progress.rows_in,
+        progress.landed,
+        progress.rejected,
+        progress.already_landed,
     )
     return 0
 

@@ -22,42 +22,61 @@ from lineage.settings import Settings, load_settings
 
 def publish(settings: Settings, force: bool = False) -> None:
     kafka = settings.kafka
-    create_topic(kafka.bootstrap_servers, kafka.topic, settings.local_kafka.partitions, kafka.max_message_bytes)
+    create_topic(
+        kafka.bootstrap_servers, kafka.topic, settings.local_kafka.partitions, kafka.max_message_bytes
+    )
     already = topic_message_count(kafka.bootstrap_servers, kafka.topic)
     if already and not force:
         print(f"topic {kafka.topic} already holds {already} messages: not publishing the demo events again")
         return
     client = kafka_client(kafka.bootstrap_servers, kafka.topic, kafka.max_message_bytes)
     sent = publish_events(client, (e.event for e in lab_events()))
-    bad = publish_raw(kafka.bootstrap_servers, kafka.topic, [(b"malformed", v) for v, _ in MALFORMED],
-                      kafka.max_message_bytes)
-    print(f"published {sent} OpenLineage events (openlineage-python KafkaTransport) and {bad} malformed "
-          f"messages to {kafka.topic} on {kafka.bootstrap_servers}")
+    bad = publish_raw(
+        kafka.bootstrap_servers,
+        kafka.topic,
+        [(b"malformed", v) for v, _ in MALFORMED],
+        kafka.max_message_bytes,
+    )
+    print(
+        f"published {sent} OpenLineage events (openlineage-python KafkaTransport) and {bad} malformed "
+        f"messages to {kafka.topic} on {kafka.bootstrap_servers}"
+    )
 
 
 def report(settings: Settings) -> None:
     catalog = open_catalog(settings.catalog)
     cat = settings.catalog
-    events = catalog.load_table((cat.raw_namespace, "events")).scan(
-        selected_fields=("event_kind", "event_type", "producer")).to_arrow()
-    rejected = catalog.load_table((cat.raw_namespace, "rejected")).scan(
-        selected_fields=("reason", "detail", "kafka_offset")).to_arrow()
+    events = (
+        catalog.load_table((cat.raw_namespace, "events"))
+        .scan(selected_fields=("event_kind", "event_type", "producer"))
+        .to_arrow()
+    )
+    rejected = (
+        catalog.load_table((cat.raw_namespace, "rejected"))
+        .scan(selected_fields=("reason", "detail", "kafka_offset"))
+        .to_arrow()
+    )
     print(f"\n{cat.events_table}: {events.num_rows} rows")
-    kinds = Counter(zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(),
-                        strict=True))
+    kinds = Counter(
+        zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(), strict=True)
+    )
     for (kind, etype), n in sorted(kinds.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
         print(f"  {kind:<13} {etype or '-':<9} {n:>6}")
     print(f"{cat.rejected_table}: {rejected.num_rows} rows")
     reasons = Counter(rejected.column("reason").to_pylist())
-    examples = dict(zip(rejected.column("reason").to_pylist(), rejected.column("detail").to_pylist(),
-                        strict=True))
+    examples = dict(
+        zip(rejected.column("reason").to_pylist(), rejected.column("detail").to_pylist(), strict=True)
+    )
     for reason, n in sorted(reasons.items()):
         print(f"  {reason:<19} {n:>4}  e.g. {examples[reason]}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lineage.demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m lineage.demo",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     pub = sub.add_parser("publish", help="send the lab events and the malformed messages")
     pub.add_argument("--force", action="store_true", help="publish even if the topic is not empty")

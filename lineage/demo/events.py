@@ -36,6 +36,7 @@ from openlineage.client.facet_v2 import (
     schema_dataset,
     symlinks_dataset,
 )
+from openlineage.client.generated.base import JobFacet
 
 BASE_TIME = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 KAFKA = "kafka://kafka-1:19092"
@@ -92,9 +93,12 @@ def _schema(fields: list[tuple[str, str]]) -> schema_dataset.SchemaDatasetFacet:
     )
 
 
-def _job_type(processing: str, integration: str, job_type: str) -> dict[str, job_type_job.JobTypeJobFacet]:
-    return {"jobType": job_type_job.JobTypeJobFacet(processingType=processing, integration=integration,
-                                                     jobType=job_type)}
+def _job_type(processing: str, integration: str, job_type: str) -> dict[str, JobFacet]:
+    return {
+        "jobType": job_type_job.JobTypeJobFacet(
+            processingType=processing, integration=integration, jobType=job_type
+        )
+    }
 
 
 def _engine(name: str, version: str, adapter: str) -> processing_engine_run.ProcessingEngineRunFacet:
@@ -151,45 +155,121 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
     source_job = Job(namespace=LAB_NAMESPACE, name="orders-source", facets=connect)
     source_run = ids.v4()
     orders_out = OutputDataset(namespace=KAFKA, name="orders", facets={"schema": _schema(ORDER_FIELDS)})
-    out.append(DemoEvent(_event(RunState.START, t, source_run, source_job, PRODUCER_CONNECT,
-                                outputs=[orders_out]), "orders-source START"))
-    out.append(DemoEvent(_event(RunState.COMPLETE, t + timedelta(hours=2), source_run, source_job,
-                                PRODUCER_CONNECT, outputs=[orders_out]), "orders-source COMPLETE"))
-    sink_job = Job(namespace=LAB_NAMESPACE, name="orders-s3-sink",
-                   facets=_job_type("STREAMING", "KAFKA_CONNECT", "SINK_CONNECTOR"))
+    out.append(
+        DemoEvent(
+            _event(RunState.START, t, source_run, source_job, PRODUCER_CONNECT, outputs=[orders_out]),
+            "orders-source START",
+        )
+    )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.COMPLETE,
+                t + timedelta(hours=2),
+                source_run,
+                source_job,
+                PRODUCER_CONNECT,
+                outputs=[orders_out],
+            ),
+            "orders-source COMPLETE",
+        )
+    )
+    sink_job = Job(
+        namespace=LAB_NAMESPACE,
+        name="orders-s3-sink",
+        facets=_job_type("STREAMING", "KAFKA_CONNECT", "SINK_CONNECTOR"),
+    )
     sink_run = ids.v4()
     archive = OutputDataset(namespace="s3://orders-archive", name="topics/orders")
     # The sink connector knows the cluster by another bootstrap address: same topic, other namespace.
     sink_in = _orders_topic(KAFKA_ALIAS)
-    out.append(DemoEvent(_event(RunState.START, t + timedelta(minutes=1), sink_run, sink_job, PRODUCER_CONNECT,
-                                inputs=[sink_in], outputs=[archive]), "orders-s3-sink START"))
-    out.append(DemoEvent(_event(RunState.COMPLETE, t + timedelta(hours=2), sink_run, sink_job,
-                                PRODUCER_CONNECT, inputs=[sink_in], outputs=[archive]),
-                         "orders-s3-sink COMPLETE"))
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.START,
+                t + timedelta(minutes=1),
+                sink_run,
+                sink_job,
+                PRODUCER_CONNECT,
+                inputs=[sink_in],
+                outputs=[archive],
+            ),
+            "orders-s3-sink START",
+        )
+    )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.COMPLETE,
+                t + timedelta(hours=2),
+                sink_run,
+                sink_job,
+                PRODUCER_CONNECT,
+                inputs=[sink_in],
+                outputs=[archive],
+            ),
+            "orders-s3-sink COMPLETE",
+        )
+    )
 
     # Flink 1.x DataStream job: START, RUNNING every trackingInterval (60 s), then silence.
-    flink1 = Job(namespace=LAB_NAMESPACE, name="supplier-stats",
-                 facets=_job_type("STREAMING", "FLINK", "DATASTREAM"))
+    flink1 = Job(
+        namespace=LAB_NAMESPACE, name="supplier-stats", facets=_job_type("STREAMING", "FLINK", "DATASTREAM")
+    )
     flink1_run = ids.v4()
     stats_topic = OutputDataset(
         namespace=KAFKA,
         name="supplier-stats",
-        facets={"schema": _schema([("window_start", "TIMESTAMP"), ("window_end", "TIMESTAMP"),
-                                   ("supplier", "STRING"), ("total_price", "DOUBLE"), ("count", "BIGINT")])},
+        facets={
+            "schema": _schema(
+                [
+                    ("window_start", "TIMESTAMP"),
+                    ("window_end", "TIMESTAMP"),
+                    ("supplier", "STRING"),
+                    ("total_price", "DOUBLE"),
+                    ("count", "BIGINT"),
+                ]
+            )
+        },
     )
     engine1 = {"processing_engine": _engine("flink", "1.20.1", "1.15.0")}
     start1 = t + timedelta(minutes=5)
-    out.append(DemoEvent(_event(RunState.START, start1, flink1_run, flink1, PRODUCER_FLINK1,
-                                run_facets=engine1, inputs=[_orders_topic()], outputs=[stats_topic]),
-                         "supplier-stats START"))
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.START,
+                start1,
+                flink1_run,
+                flink1,
+                PRODUCER_FLINK1,
+                run_facets=engine1,
+                inputs=[_orders_topic()],
+                outputs=[stats_topic],
+            ),
+            "supplier-stats START",
+        )
+    )
     for beat in range(1, 6):
-        out.append(DemoEvent(_event(RunState.RUNNING, start1 + timedelta(seconds=60 * beat), flink1_run, flink1,
-                                    PRODUCER_FLINK1, run_facets=engine1, inputs=[_orders_topic()],
-                                    outputs=[stats_topic]), f"supplier-stats RUNNING #{beat}"))
+        out.append(
+            DemoEvent(
+                _event(
+                    RunState.RUNNING,
+                    start1 + timedelta(seconds=60 * beat),
+                    flink1_run,
+                    flink1,
+                    PRODUCER_FLINK1,
+                    run_facets=engine1,
+                    inputs=[_orders_topic()],
+                    outputs=[stats_topic],
+                ),
+                f"supplier-stats RUNNING #{beat}",
+            )
+        )
 
     # Flink 2.x Table API job: datasets on START only; RUNNING on checkpoints; ABORT when cancelled.
-    flink2 = Job(namespace=FLINK2_NAMESPACE, name="iceberg-ingestion",
-                 facets=_job_type("STREAMING", "FLINK", "JOB"))
+    flink2 = Job(
+        namespace=FLINK2_NAMESPACE, name="iceberg-ingestion", facets=_job_type("STREAMING", "FLINK", "JOB")
+    )
     start2 = t + timedelta(minutes=6)
     flink2_run = ids.v7(start2)
     engine2 = {"processing_engine": _engine("flink", "2.0.0", "1.50.0")}
@@ -197,83 +277,182 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         namespace=WAREHOUSE,
         name="default.db/orders",
         facets={
-            "schema": _schema([("order_id", "STRING"), ("item", "STRING"), ("price", "DECIMAL(10,2)"),
-                               ("supplier", "STRING"), ("bid_time", "TIMESTAMP")]),
+            "schema": _schema(
+                [
+                    ("order_id", "STRING"),
+                    ("item", "STRING"),
+                    ("price", "DECIMAL(10,2)"),
+                    ("supplier", "STRING"),
+                    ("bid_time", "TIMESTAMP"),
+                ]
+            ),
             "symlinks": _iceberg_orders_symlink(),
             "columnLineage": column_lineage_dataset.ColumnLineageDatasetFacet(
                 fields={
-                    name: column_lineage_dataset.Fields(inputFields=[column_lineage_dataset.InputField(
-                        namespace=KAFKA, name="orders", field=name,
-                        transformations=[column_lineage_dataset.Transformation(
-                            type="DIRECT", subtype="TRANSFORMATION" if name == "price" else "IDENTITY",
-                            description="CAST(price AS DECIMAL(10, 2))" if name == "price" else "",
-                            masking=False)])])
+                    name: column_lineage_dataset.Fields(
+                        inputFields=[
+                            column_lineage_dataset.InputField(
+                                namespace=KAFKA,
+                                name="orders",
+                                field=name,
+                                transformations=[
+                                    column_lineage_dataset.Transformation(
+                                        type="DIRECT",
+                                        subtype="TRANSFORMATION" if name == "price" else "IDENTITY",
+                                        description="CAST(price AS DECIMAL(10, 2))"
+                                        if name == "price"
+                                        else "",
+                                        masking=False,
+                                    )
+                                ],
+                            )
+                        ]
+                    )
                     for name, _ in ORDER_FIELDS
                 }
             ),
         },
     )
-    out.append(DemoEvent(_event(RunState.START, start2, flink2_run, flink2, PRODUCER_FLINK2, run_facets=engine2,
-                                inputs=[_orders_topic(symlink="default_catalog.default_database.orders")],
-                                outputs=[iceberg_out]), "iceberg-ingestion START"))
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.START,
+                start2,
+                flink2_run,
+                flink2,
+                PRODUCER_FLINK2,
+                run_facets=engine2,
+                inputs=[_orders_topic(symlink="default_catalog.default_database.orders")],
+                outputs=[iceberg_out],
+            ),
+            "iceberg-ingestion START",
+        )
+    )
     for beat in range(1, 4):
-        out.append(DemoEvent(_event(RunState.RUNNING, start2 + timedelta(minutes=beat), flink2_run, flink2,
-                                    PRODUCER_FLINK2, run_facets=engine2), f"iceberg-ingestion RUNNING #{beat}"))
-    out.append(DemoEvent(_event(RunState.ABORT, start2 + timedelta(hours=1, minutes=50), flink2_run, flink2,
-                                PRODUCER_FLINK2, run_facets=engine2), "iceberg-ingestion ABORT"))
+        out.append(
+            DemoEvent(
+                _event(
+                    RunState.RUNNING,
+                    start2 + timedelta(minutes=beat),
+                    flink2_run,
+                    flink2,
+                    PRODUCER_FLINK2,
+                    run_facets=engine2,
+                ),
+                f"iceberg-ingestion RUNNING #{beat}",
+            )
+        )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.ABORT,
+                start2 + timedelta(hours=1, minutes=50),
+                flink2_run,
+                flink2,
+                PRODUCER_FLINK2,
+                run_facets=engine2,
+            ),
+            "iceberg-ingestion ABORT",
+        )
+    )
 
     # Spark application: parent run + one child run per action (create table, overwrite).
-    app_job = Job(namespace=LAB_NAMESPACE, name="supplier_stats_app",
-                  facets=_job_type("BATCH", "SPARK", "APPLICATION"))
+    app_job = Job(
+        namespace=LAB_NAMESPACE, name="supplier_stats_app", facets=_job_type("BATCH", "SPARK", "APPLICATION")
+    )
     app_run = ids.v4()
     app_start = t + timedelta(hours=2, minutes=10)
     engine3 = {"processing_engine": _engine("spark", "3.5.5", "1.53.0")}
-    out.append(DemoEvent(_event(RunState.START, app_start, app_run, app_job, PRODUCER_SPARK, run_facets=engine3),
-                         "supplier_stats_app START"))
+    out.append(
+        DemoEvent(
+            _event(RunState.START, app_start, app_run, app_job, PRODUCER_SPARK, run_facets=engine3),
+            "supplier_stats_app START",
+        )
+    )
     parent = parent_run.ParentRunFacet(
         run=parent_run.Run(runId=app_run),
         job=parent_run.Job(namespace=LAB_NAMESPACE, name="supplier_stats_app"),
-        root=parent_run.Root(run=parent_run.RootRun(runId=app_run),
-                             job=parent_run.RootJob(namespace=LAB_NAMESPACE, name="supplier_stats_app")),
+        root=parent_run.Root(
+            run=parent_run.RootRun(runId=app_run),
+            job=parent_run.RootJob(namespace=LAB_NAMESPACE, name="supplier_stats_app"),
+        ),
     )
-    stats_fields = [("supplier", "string"), ("hour", "timestamp"), ("total_price", "decimal(20,2)"),
-                    ("order_count", "bigint")]
-    create_job = Job(namespace=LAB_NAMESPACE, name="supplier_stats_app.create_table_default_supplier_stats",
-                     facets=_job_type("BATCH", "SPARK", "SQL_JOB"))
+    stats_fields = [
+        ("supplier", "string"),
+        ("hour", "timestamp"),
+        ("total_price", "decimal(20,2)"),
+        ("order_count", "bigint"),
+    ]
+    create_job = Job(
+        namespace=LAB_NAMESPACE,
+        name="supplier_stats_app.create_table_default_supplier_stats",
+        facets=_job_type("BATCH", "SPARK", "SQL_JOB"),
+    )
     create_run = ids.v4()
-    created = OutputDataset(namespace=WAREHOUSE, name="default.db/supplier_stats",
-                            facets={"schema": _schema(stats_fields)})
+    created = OutputDataset(
+        namespace=WAREHOUSE, name="default.db/supplier_stats", facets={"schema": _schema(stats_fields)}
+    )
     for state, minutes in ((RunState.START, 1), (RunState.COMPLETE, 2)):
-        out.append(DemoEvent(_event(state, app_start + timedelta(minutes=minutes), create_run, create_job,
-                                    PRODUCER_SPARK, run_facets={"parent": parent, **engine3}, outputs=[created]),
-                             f"create_table {state.value}"))
-    overwrite_job = Job(namespace=LAB_NAMESPACE,
-                        name="supplier_stats_app.overwrite_by_expression_default_supplier_stats",
-                        facets=_job_type("BATCH", "SPARK", "SQL_JOB"))
+        out.append(
+            DemoEvent(
+                _event(
+                    state,
+                    app_start + timedelta(minutes=minutes),
+                    create_run,
+                    create_job,
+                    PRODUCER_SPARK,
+                    run_facets={"parent": parent, **engine3},
+                    outputs=[created],
+                ),
+                f"create_table {state.value}",
+            )
+        )
+    overwrite_job = Job(
+        namespace=LAB_NAMESPACE,
+        name="supplier_stats_app.overwrite_by_expression_default_supplier_stats",
+        facets=_job_type("BATCH", "SPARK", "SQL_JOB"),
+    )
     overwrite_run = ids.v4()
     iceberg_in = InputDataset(
         # Spark reports the Iceberg table by its location (s3a scheme, trailing slash) plus a catalog symlink.
         namespace="s3a://warehouse",
         name="default.db/orders/",
-        facets={"schema": _schema([(n, t.lower()) for n, t in ORDER_FIELDS]), "symlinks": _iceberg_orders_symlink()},
+        facets={
+            "schema": _schema([(n, t.lower()) for n, t in ORDER_FIELDS]),
+            "symlinks": _iceberg_orders_symlink(),
+        },
     )
 
     def field(name: str, transformations: list[tuple[str, str]]) -> column_lineage_dataset.InputField:
         return column_lineage_dataset.InputField(
-            namespace="s3a://warehouse", name="default.db/orders/", field=name,
-            transformations=[column_lineage_dataset.Transformation(type=ty, subtype=sub, description="",
-                                                                   masking=False) for ty, sub in transformations])
+            namespace="s3a://warehouse",
+            name="default.db/orders/",
+            field=name,
+            transformations=[
+                column_lineage_dataset.Transformation(type=ty, subtype=sub, description="", masking=False)
+                for ty, sub in transformations
+            ],
+        )
 
     lineage = column_lineage_dataset.ColumnLineageDatasetFacet(
         fields={
-            "supplier": column_lineage_dataset.Fields(inputFields=[field("supplier", [("DIRECT", "IDENTITY")])]),
-            "hour": column_lineage_dataset.Fields(inputFields=[field("bid_time", [("DIRECT", "TRANSFORMATION")])]),
-            "total_price": column_lineage_dataset.Fields(inputFields=[field("price", [("DIRECT", "AGGREGATION")])]),
+            "supplier": column_lineage_dataset.Fields(
+                inputFields=[field("supplier", [("DIRECT", "IDENTITY")])]
+            ),
+            "hour": column_lineage_dataset.Fields(
+                inputFields=[field("bid_time", [("DIRECT", "TRANSFORMATION")])]
+            ),
+            "total_price": column_lineage_dataset.Fields(
+                inputFields=[field("price", [("DIRECT", "AGGREGATION")])]
+            ),
             "order_count": column_lineage_dataset.Fields(
-                inputFields=[field("order_id", [("DIRECT", "AGGREGATION")])]),
+                inputFields=[field("order_id", [("DIRECT", "AGGREGATION")])]
+            ),
         },
-        dataset=[field("supplier", [("INDIRECT", "GROUP_BY")]), field("bid_time", [("INDIRECT", "GROUP_BY"),
-                                                                                    ("INDIRECT", "FILTER")])],
+        dataset=[
+            field("supplier", [("INDIRECT", "GROUP_BY")]),
+            field("bid_time", [("INDIRECT", "GROUP_BY"), ("INDIRECT", "FILTER")]),
+        ],
     )
     stats_out = OutputDataset(
         namespace=WAREHOUSE,
@@ -281,30 +460,80 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         facets={
             "schema": _schema(stats_fields),
             "symlinks": symlinks_dataset.SymlinksDatasetFacet(
-                identifiers=[symlinks_dataset.Identifier(namespace=HIVE, name="default.supplier_stats",
-                                                         type="TABLE")]),
+                identifiers=[
+                    symlinks_dataset.Identifier(namespace=HIVE, name="default.supplier_stats", type="TABLE")
+                ]
+            ),
             "columnLineage": lineage,
         },
-        outputFacets={"outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
-            rowCount=240, size=18432, fileCount=2)},
+        outputFacets={
+            "outputStatistics": output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
+                rowCount=240, size=18432, fileCount=2
+            )
+        },
     )
     for state, minutes in ((RunState.START, 3), (RunState.COMPLETE, 5)):
-        out.append(DemoEvent(_event(state, app_start + timedelta(minutes=minutes), overwrite_run, overwrite_job,
-                                    PRODUCER_SPARK, run_facets={"parent": parent, **engine3},
-                                    inputs=[iceberg_in], outputs=[stats_out]), f"overwrite {state.value}"))
+        out.append(
+            DemoEvent(
+                _event(
+                    state,
+                    app_start + timedelta(minutes=minutes),
+                    overwrite_run,
+                    overwrite_job,
+                    PRODUCER_SPARK,
+                    run_facets={"parent": parent, **engine3},
+                    inputs=[iceberg_in],
+                    outputs=[stats_out],
+                ),
+                f"overwrite {state.value}",
+            )
+        )
     # A failed retry of the same action an hour later, with the errorMessage facet.
     failed_run = ids.v4()
     error = error_message_run.ErrorMessageRunFacet(
-        message="Table default.orders not found", programmingLanguage="python",
-        stackTrace="pyspark.errors.exceptions.captured.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] ...")
-    out.append(DemoEvent(_event(RunState.START, app_start + timedelta(hours=1), failed_run, overwrite_job,
-                                PRODUCER_SPARK, run_facets={"parent": parent, **engine3}), "overwrite retry START"))
-    out.append(DemoEvent(_event(RunState.FAIL, app_start + timedelta(hours=1, minutes=1), failed_run,
-                                overwrite_job, PRODUCER_SPARK,
-                                run_facets={"parent": parent, "errorMessage": error, **engine3}),
-                         "overwrite retry FAIL"))
-    out.append(DemoEvent(_event(RunState.COMPLETE, app_start + timedelta(hours=1, minutes=2), app_run, app_job,
-                                PRODUCER_SPARK, run_facets=engine3), "supplier_stats_app COMPLETE"))
+        message="Table default.orders not found",
+        programmingLanguage="python",
+        stackTrace="pyspark.errors.exceptions.captured.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] ...",
+    )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.START,
+                app_start + timedelta(hours=1),
+                failed_run,
+                overwrite_job,
+                PRODUCER_SPARK,
+                run_facets={"parent": parent, **engine3},
+            ),
+            "overwrite retry START",
+        )
+    )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.FAIL,
+                app_start + timedelta(hours=1, minutes=1),
+                failed_run,
+                overwrite_job,
+                PRODUCER_SPARK,
+                run_facets={"parent": parent, "errorMessage": error, **engine3},
+            ),
+            "overwrite retry FAIL",
+        )
+    )
+    out.append(
+        DemoEvent(
+            _event(
+                RunState.COMPLETE,
+                app_start + timedelta(hours=1, minutes=2),
+                app_run,
+                app_job,
+                PRODUCER_SPARK,
+                run_facets=engine3,
+            ),
+            "supplier_stats_app COMPLETE",
+        )
+    )
     return out
 
 
@@ -315,15 +544,24 @@ MALFORMED: list[tuple[bytes | None, str]] = [
     (b"\xff\xfe{not utf-8}", "NOT_UTF8"),
     (b'{"eventType": "START", "eventTime": ', "NOT_JSON"),
     (b'["START", "2026-11-20T08:00:00Z"]', "NOT_JSON_OBJECT"),
-    (b'{"eventType": "START", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", '
-     b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
-     "MISSING_FIELD"),
-    (b'{"eventType": "START", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", "schemaURL": "u", '
-     b'"run": {"runId": "run-42"}, "job": {"namespace": "n", "name": "j"}}', "INVALID_RUN_ID"),
-    (b'{"eventType": "STARTED", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", "schemaURL": "u", '
-     b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
-     "UNKNOWN_EVENT_TYPE"),
-    (b'{"eventType": "START", "eventTime": "20/11/2026 08:00", "producer": "x", "schemaURL": "u", '
-     b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
-     "INVALID_EVENT_TIME"),
+    (
+        b'{"eventType": "START", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", '
+        b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
+        "MISSING_FIELD",
+    ),
+    (
+        b'{"eventType": "START", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", "schemaURL": "u", '
+        b'"run": {"runId": "run-42"}, "job": {"namespace": "n", "name": "j"}}',
+        "INVALID_RUN_ID",
+    ),
+    (
+        b'{"eventType": "STARTED", "eventTime": "2026-11-20T08:00:00Z", "producer": "x", "schemaURL": "u", '
+        b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
+        "UNKNOWN_EVENT_TYPE",
+    ),
+    (
+        b'{"eventType": "START", "eventTime": "20/11/2026 08:00", "producer": "x", "schemaURL": "u", '
+        b'"run": {"runId": "0b8f6b2e-8a3e-4c7e-9a51-3f3e8f0a1b2c"}, "job": {"namespace": "n", "name": "j"}}',
+        "INVALID_EVENT_TIME",
+    ),
 ]

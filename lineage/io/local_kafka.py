@@ -144,8 +144,14 @@ class LocalKafka:
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             # "--cluster-id=" form: a base64 id may start with "-", which would read as an option.
             formatted = subprocess.run(
-                [*java, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                 "--config", str(self._properties_file)],
+                [
+                    *java,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    f"--cluster-id={cluster_id}",
+                    "--config",
+                    str(self._properties_file),
+                ],
                 capture_output=True,
                 text=True,
             )
@@ -176,7 +182,7 @@ class LocalKafka:
 
         try:
             metadata = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=2)
-        except Exception:  # noqa: BLE001 - not ready yet, whatever the client says
+        except Exception:
             return False
         return bool(metadata.brokers)
 
@@ -210,8 +216,12 @@ def create_topic(bootstrap_servers: str, topic: str, partitions: int, max_messag
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     if topic in admin.list_topics(timeout=10).topics:
         return
-    new = NewTopic(topic, num_partitions=partitions, replication_factor=1,
-                   config={"max.message.bytes": str(max_message_bytes)})
+    new = NewTopic(
+        topic,
+        num_partitions=partitions,
+        replication_factor=1,
+        config={"max.message.bytes": str(max_message_bytes)},
+    )
     for future in admin.create_topics([new]).values():
         try:
             future.result(timeout=30)
@@ -230,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "start":
         broker.start()
         broker.create_topic(settings.kafka.topic)
-        print(f"Kafka running on {broker.bootstrap_servers}, topic {settings.kafka.topic}, log {broker.log_file}")
+        print(
+            f"Kafka running on {broker.bootstrap_servers}, topic {settings.kafka.topic}, "
+            f"log {broker.log_file}"
+        )
     elif args.command == "stop":
         broker.stop()
         print("Kafka stopped")

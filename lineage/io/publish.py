@@ -1,4 +1,4 @@
-"""Send events to Kafka: OpenLineage events through openlineage-python's KafkaTransport, raw bytes directly."""
+"""Send to Kafka: OpenLineage events through openlineage-python's KafkaTransport, raw bytes directly."""
 
 from __future__ import annotations
 
@@ -81,8 +81,13 @@ def topic_message_count(bootstrap_servers: str, topic: str) -> int:
     """Messages currently in ``topic`` (sum over partitions of high - low watermark); 0 if it is missing."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "lineage-watermarks",
-                         "enable.auto.commit": "false"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "lineage-watermarks",
+            "enable.auto.commit": "false",
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = metadata.topics.get(topic)

@@ -20,7 +20,7 @@ _RAW_TABLE_PROPERTIES = {
 _EVENTS_DDL = """
 CREATE TABLE IF NOT EXISTS {table} (
     event_kind           STRING    COMMENT 'RunEvent, DatasetEvent or JobEvent',
-    event_type           STRING    COMMENT 'START, RUNNING, COMPLETE, ABORT, FAIL, OTHER; null when not given',
+    event_type           STRING    COMMENT 'START RUNNING COMPLETE ABORT FAIL OTHER; null if not given',
     event_time           TIMESTAMP COMMENT 'eventTime, UTC',
     run_id               STRING,
     job_namespace        STRING,
@@ -74,6 +74,8 @@ def create_raw_tables(spark: SparkSession, catalog: CatalogSettings, target_file
     """Create the ``raw`` and ``lineage`` namespaces and the two raw tables if missing. Idempotent."""
     for namespace in (catalog.raw_namespace, catalog.lineage_namespace):
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.{namespace}")
-    props = _properties_sql({**_RAW_TABLE_PROPERTIES, "write.target-file-size-bytes": str(target_file_size_bytes)})
+    props = _properties_sql(
+        {**_RAW_TABLE_PROPERTIES, "write.target-file-size-bytes": str(target_file_size_bytes)}
+    )
     spark.sql(_EVENTS_DDL.format(table=catalog.events_table, properties=props))
     spark.sql(_REJECTED_DDL.format(table=catalog.rejected_table, properties=props))

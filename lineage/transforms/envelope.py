@@ -113,8 +113,10 @@ def _field_problem(fields: list[tuple[str, Column]]) -> tuple[Column, Column]:
     detail = F.lit(None).cast("string")
     for name, node in reversed(fields):
         missing = node.isNull() | F.is_variant_null(node)
-        reason = F.when(missing, F.lit(MISSING_FIELD)).when(~_is_string(node), F.lit(INVALID_FIELD_TYPE)).otherwise(
-            reason
+        reason = (
+            F.when(missing, F.lit(MISSING_FIELD))
+            .when(~_is_string(node), F.lit(INVALID_FIELD_TYPE))
+            .otherwise(reason)
         )
         detail = (
             F.when(missing, F.lit(f"required field {name} is missing or null"))
@@ -189,10 +191,20 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         *[F.try_variant_get(v, p, "string").alias(c) for p, c in _OPTIONAL_STRINGS(parent)],
     ).withColumn("event_time", F.try_to_timestamp(event_time_text))
 
-    common = [("eventTime", nodes["eventTime"]), ("producer", nodes["producer"]), ("schemaURL", nodes["schemaURL"])]
-    run_fields = [("run.runId", nodes["run.runId"]), ("job.namespace", nodes["job.namespace"]),
-                  ("job.name", nodes["job.name"])]
-    dataset_fields = [("dataset.namespace", nodes["dataset.namespace"]), ("dataset.name", nodes["dataset.name"])]
+    common = [
+        ("eventTime", nodes["eventTime"]),
+        ("producer", nodes["producer"]),
+        ("schemaURL", nodes["schemaURL"]),
+    ]
+    run_fields = [
+        ("run.runId", nodes["run.runId"]),
+        ("job.namespace", nodes["job.namespace"]),
+        ("job.name", nodes["job.name"]),
+    ]
+    dataset_fields = [
+        ("dataset.namespace", nodes["dataset.namespace"]),
+        ("dataset.name", nodes["dataset.name"]),
+    ]
     job_fields = [("job.namespace", nodes["job.namespace"]), ("job.name", nodes["job.name"])]
     common_reason, common_detail = _field_problem(common)
     run_reason, run_detail = _field_problem(run_fields)
@@ -267,7 +279,7 @@ _STRING_FIELDS = (
 )
 
 
-def _OPTIONAL_STRINGS(parent: str) -> tuple[tuple[str, str], ...]:  # noqa: N802 - a constant table
+def _OPTIONAL_STRINGS(parent: str) -> tuple[tuple[str, str], ...]:
     return (
         (f"{parent}.run.runId", "parent_run_id"),
         (f"{parent}.job.namespace", "parent_job_namespace"),

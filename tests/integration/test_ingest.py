@@ -31,10 +31,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def for_topic(base: Settings, broker: LocalKafka, topic: str, checkpoint: Path, **ingest: object) -> Settings:
-    return base.model_copy(update={
-        "kafka": base.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers, "topic": topic}),
-        "ingest": base.ingest.model_copy(update={"checkpoint": checkpoint, **ingest}),
-    })
+    return base.model_copy(
+        update={
+            "kafka": base.kafka.model_copy(
+                update={"bootstrap_servers": broker.bootstrap_servers, "topic": topic}
+            ),
+            "ingest": base.ingest.model_copy(update={"checkpoint": checkpoint, **ingest}),
+        }
+    )
 
 
 def landed(settings: Settings, topic: str) -> tuple[pa.Table, pa.Table]:
@@ -50,7 +54,9 @@ def coordinates(*tables: pa.Table) -> list[tuple[int, int]]:
     return [
         (p, o)
         for t in tables
-        for p, o in zip(t.column("kafka_partition").to_pylist(), t.column("kafka_offset").to_pylist(), strict=True)
+        for p, o in zip(
+            t.column("kafka_partition").to_pylist(), t.column("kafka_offset").to_pylist(), strict=True
+        )
     ]
 
 
@@ -75,8 +81,14 @@ def read_topic(broker: LocalKafka, topic: str) -> dict[tuple[int, int], bytes | 
     from confluent_kafka import Consumer
 
     expected = expected_coordinates(broker, topic)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": f"read-{uuid.uuid4()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": "false"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"read-{uuid.uuid4()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "false",
+        }
+    )
     consumer.subscribe([topic])
     values: dict[tuple[int, int], bytes | None] = {}
     deadline = time.monotonic() + 60
@@ -93,7 +105,9 @@ def read_topic(broker: LocalKafka, topic: str) -> dict[tuple[int, int], bytes | 
 def publish_lab(broker: LocalKafka, topic: str) -> None:
     client = kafka_client(broker.bootstrap_servers, topic, broker.max_message_bytes)
     publish_events(client, (e.event for e in lab_events()))
-    publish_raw(broker.bootstrap_servers, topic, [(b"malformed", v) for v, _ in MALFORMED], broker.max_message_bytes)
+    publish_raw(
+        broker.bootstrap_servers, topic, [(b"malformed", v) for v, _ in MALFORMED], broker.max_message_bytes
+    )
 
 
 def test_openlineage_events_land_and_malformed_ones_are_rejected(
@@ -106,8 +120,9 @@ def test_openlineage_events_land_and_malformed_ones_are_rejected(
 
     events, rejected = landed(settings, topic)
     lab = [json.loads(Serde.to_json(e.event)) for e in lab_events()]
-    assert sorted(zip(events.column("run_id").to_pylist(), events.column("event_type").to_pylist(), strict=True)) \
-        == sorted((e["run"]["runId"], e["eventType"]) for e in lab)
+    assert sorted(
+        zip(events.column("run_id").to_pylist(), events.column("event_type").to_pylist(), strict=True)
+    ) == sorted((e["run"]["runId"], e["eventType"]) for e in lab)
     sent = read_topic(kafka_broker, topic)
     for row in events.to_pylist():
         assert row["event_json"].encode() == sent[(row["kafka_partition"], row["kafka_offset"])]
@@ -130,8 +145,9 @@ def test_spark_reads_the_same_rows_as_pyiceberg(
     events, _ = landed(settings, topic)
     from_spark = spark.table(settings.catalog.events_table).where(f"kafka_topic = '{topic}'")
     spark_kinds = Counter((r["event_kind"], r["event_type"]) for r in from_spark.collect())
-    iceberg_kinds = Counter(zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(),
-                                strict=True))
+    iceberg_kinds = Counter(
+        zip(events.column("event_kind").to_pylist(), events.column("event_type").to_pylist(), strict=True)
+    )
     assert spark_kinds == iceberg_kinds
     assert spark_kinds[("RunEvent", "RUNNING")] == 8
 
@@ -143,7 +159,9 @@ def test_reading_the_same_topic_twice_lands_nothing_new(
     settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
     run_ingest(spark, settings, trigger="availableNow")
     catalog = open_catalog(settings.catalog)
-    snapshots = {t: catalog.load_table(("raw", t)).current_snapshot().snapshot_id for t in ("events", "rejected")}
+    snapshots = {
+        t: catalog.load_table(("raw", t)).current_snapshot().snapshot_id for t in ("events", "rejected")
+    }
 
     again = run_ingest(spark, settings, trigger="availableNow")
     fresh_checkpoint = for_topic(base_settings, kafka_broker, topic, tmp_path / "other-ckpt")
@@ -175,7 +193,11 @@ def _ingest_process(settings: Settings, trigger: str, **env: str) -> subprocess.
         variables["LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER"] = str(settings.ingest.max_offsets_per_trigger)
     return subprocess.Popen(
         [sys.executable, "jobs/ingest_events.py", "--trigger", trigger],
-        cwd=REPO, env=variables, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=REPO,
+        env=variables,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -187,9 +209,14 @@ def _mixed_messages(count: int) -> list[tuple[bytes, bytes]]:
             messages.append((f"k{i}".encode(), b"{not json"))
             continue
         run_id = str(uuid.UUID(int=i + 1, version=4))
-        value = {"eventType": "RUNNING", "eventTime": "2026-11-20T08:00:00Z", "producer": "test",
-                 "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-                 "run": {"runId": run_id}, "job": {"namespace": "test", "name": f"job-{i % 7}"}}
+        value = {
+            "eventType": "RUNNING",
+            "eventTime": "2026-11-20T08:00:00Z",
+            "producer": "test",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": run_id},
+            "job": {"namespace": "test", "name": f"job-{i % 7}"},
+        }
         messages.append((f"k{i}".encode(), json.dumps(value).encode()))
     return messages
 
@@ -235,8 +262,12 @@ def test_sigkill_mid_stream_then_restart_lands_every_offset_exactly_once(
     output = process.communicate(timeout=60)[0].decode()
     assert 0 < seen < total, output[-3000:]
 
-    restarted = _ingest_process(settings.model_copy(update={"ingest": settings.ingest.model_copy(
-        update={"max_offsets_per_trigger": None})}), "availableNow")
+    restarted = _ingest_process(
+        settings.model_copy(
+            update={"ingest": settings.ingest.model_copy(update={"max_offsets_per_trigger": None})}
+        ),
+        "availableNow",
+    )
     restarted_output = restarted.communicate(timeout=300)[0].decode()
     assert restarted.returncode == 0, restarted_output[-3000:]
     events, rejected = landed(settings, topic)

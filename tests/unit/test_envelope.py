@@ -58,17 +58,46 @@ def test_valid_run_event_has_no_reason(spark: SparkSession) -> None:
 
 
 def test_run_event_envelope_columns(spark: SparkSession) -> None:
-    parsed = env.parse_messages(messages(spark, event(**{
-        "run.facets": {"parent": {"run": {"runId": "p-1"}, "job": {"namespace": "af", "name": "dag"},
-                                  "root": {"run": {"runId": "r-1"}, "job": {"namespace": "af", "name": "root"}}}},
-    })))
-    row = parsed.select("event_kind", "event_type", "event_time", "run_id", "job_namespace", "job_name",
-                        "parent_run_id", "parent_job_name", "root_run_id", "root_job_name").first()
+    parsed = env.parse_messages(
+        messages(
+            spark,
+            event(
+                **{
+                    "run.facets": {
+                        "parent": {
+                            "run": {"runId": "p-1"},
+                            "job": {"namespace": "af", "name": "dag"},
+                            "root": {"run": {"runId": "r-1"}, "job": {"namespace": "af", "name": "root"}},
+                        }
+                    },
+                }
+            ),
+        )
+    )
+    row = parsed.select(
+        "event_kind",
+        "event_type",
+        "event_time",
+        "run_id",
+        "job_namespace",
+        "job_name",
+        "parent_run_id",
+        "parent_job_name",
+        "root_run_id",
+        "root_job_name",
+    ).first()
     assert row is not None
     assert row.asDict() == {
-        "event_kind": "RunEvent", "event_type": "START", "event_time": datetime(2026, 11, 20, 8, 0, 0, 123000),
-        "run_id": RUN_ID, "job_namespace": "flink-jobs", "job_name": "orders", "parent_run_id": "p-1",
-        "parent_job_name": "dag", "root_run_id": "r-1", "root_job_name": "root",
+        "event_kind": "RunEvent",
+        "event_type": "START",
+        "event_time": datetime(2026, 11, 20, 8, 0, 0, 123000),
+        "run_id": RUN_ID,
+        "job_namespace": "flink-jobs",
+        "job_name": "orders",
+        "parent_run_id": "p-1",
+        "parent_job_name": "dag",
+        "root_run_id": "r-1",
+        "root_job_name": "root",
     }
 
 
@@ -90,15 +119,27 @@ def test_missing_event_type_is_allowed_by_the_spec(spark: SparkSession) -> None:
 
 
 def test_dataset_event_kind(spark: SparkSession) -> None:
-    value = json.dumps({"eventTime": GOOD["eventTime"], "producer": "p", "schemaURL": "u",
-                        "dataset": {"namespace": "kafka://b:9092", "name": "orders"}}).encode()
+    value = json.dumps(
+        {
+            "eventTime": GOOD["eventTime"],
+            "producer": "p",
+            "schemaURL": "u",
+            "dataset": {"namespace": "kafka://b:9092", "name": "orders"},
+        }
+    ).encode()
     row = env.parse_messages(messages(spark, value)).first()
     assert (row["event_kind"], row["dataset_name"], row["reason"]) == ("DatasetEvent", "orders", None)
 
 
 def test_job_event_kind(spark: SparkSession) -> None:
-    value = json.dumps({"eventTime": GOOD["eventTime"], "producer": "p", "schemaURL": "u",
-                        "job": {"namespace": "n", "name": "j"}}).encode()
+    value = json.dumps(
+        {
+            "eventTime": GOOD["eventTime"],
+            "producer": "p",
+            "schemaURL": "u",
+            "job": {"namespace": "n", "name": "j"},
+        }
+    ).encode()
     row = env.parse_messages(messages(spark, value)).first()
     assert (row["event_kind"], row["job_name"], row["reason"]) == ("JobEvent", "j", None)
 
@@ -152,9 +193,18 @@ def test_detail_names_the_field_and_its_type(spark: SparkSession) -> None:
 
 
 def test_every_reason_code_is_declared(spark: SparkSession) -> None:
-    values = [None, b"\xc3\x28", b"x", b"[]", event(eventTime=...), event(eventTime=1), event(eventTime="x"),
-              event(eventType="X"), event(**{"run.runId": "r"}), b'{"eventTime": "2026-11-20T08:00:00Z", '
-              b'"producer": "p", "schemaURL": "u"}']
+    values = [
+        None,
+        b"\xc3\x28",
+        b"x",
+        b"[]",
+        event(eventTime=...),
+        event(eventTime=1),
+        event(eventTime="x"),
+        event(eventType="X"),
+        event(**{"run.runId": "r"}),
+        b'{"eventTime": "2026-11-20T08:00:00Z", "producer": "p", "schemaURL": "u"}',
+    ]
     assert set(reasons(spark, *values)) == set(env.REASONS)
 
 
@@ -173,9 +223,13 @@ def test_valid_events_keep_the_json_and_coordinates(spark: SparkSession) -> None
     row = env.valid_events(parsed).first()
     assert row is not None
     assert list(row.asDict()) == list(env.EVENT_COLUMNS)
-    assert (row["event_json"], row["payload_bytes"], row["kafka_topic"], row["kafka_offset"], row["kafka_key"]) == (
-        value.decode(), len(value), "input.runs", 0, "k"
-    )
+    assert (
+        row["event_json"],
+        row["payload_bytes"],
+        row["kafka_topic"],
+        row["kafka_offset"],
+        row["kafka_key"],
+    ) == (value.decode(), len(value), "input.runs", 0, "k")
 
 
 def test_rejected_rows_keep_the_original_bytes(spark: SparkSession) -> None:

@@ -50,11 +50,15 @@ def test_relative_paths_are_made_absolute() -> None:
 
 
 def test_embedded_catalog_properties_for_spark_and_pyiceberg(tmp_path: Path) -> None:
-    catalog = load_settings(catalog={"sqlite_path": str(tmp_path / "c.db"),
-                                     "warehouse": str(tmp_path / "wh"), "properties": {}}).catalog
+    catalog = load_settings(
+        catalog={"sqlite_path": str(tmp_path / "c.db"), "warehouse": str(tmp_path / "wh"), "properties": {}}
+    ).catalog
     assert catalog.spark_properties()["uri"] == f"jdbc:sqlite:{tmp_path / 'c.db'}"
     assert catalog.pyiceberg_properties() == {
-        "type": "sql", "uri": f"sqlite:///{tmp_path / 'c.db'}", "warehouse": (tmp_path / "wh").as_uri()}
+        "type": "sql",
+        "uri": f"sqlite:///{tmp_path / 'c.db'}",
+        "warehouse": (tmp_path / "wh").as_uri(),
+    }
 
 
 def test_configured_catalog_properties_go_to_both_engines_unchanged() -> None:
@@ -65,8 +69,11 @@ def test_configured_catalog_properties_go_to_both_engines_unchanged() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("availableNow", {"availableNow": True}), ("10 seconds", {"processingTime": "10 seconds"}),
-     ("1 minute", {"processingTime": "1 minute"})],
+    [
+        ("availableNow", {"availableNow": True}),
+        ("10 seconds", {"processingTime": "10 seconds"}),
+        ("1 minute", {"processingTime": "1 minute"}),
+    ],
 )
 def test_trigger_values(text: str, expected: dict[str, object]) -> None:
     assert parse_trigger(text) == expected
