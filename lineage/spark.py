@@ -88,3 +88,21 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the extra jars for spark-submit: ``--jars`` (comma-separated) or ``--classpath`` (colon)."""
+    import argparse
+
+    from lineage.settings import load_settings
+
+    parser = argparse.ArgumentParser(prog="python -m lineage.spark", description=main.__doc__)
+    parser.add_argument("format", choices=["jars", "classpath"])
+    args = parser.parse_args(argv)
+    jars = extra_jars(load_settings().spark.jars_dir)
+    print(("," if args.format == "jars" else ":").join(jars))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
