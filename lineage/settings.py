@@ -120,6 +120,21 @@ class IngestSettings(_Section):
     target_file_size_bytes: int = 128 * MIB
 
 
+class BuildSettings(_Section):
+    """The lineage model build (jobs/build_lineage.py)."""
+
+    # A non-terminal run silent for longer than max(floor, multiplier x its job's median heartbeat gap)
+    # is inferred LOST; per-job overrides in seconds, keyed "namespace/name".
+    liveness_floor_seconds: float = Field(default=900, gt=0)
+    liveness_multiplier: float = Field(default=3.0, gt=0)
+    liveness_overrides: dict[str, float] = Field(default_factory=dict)
+    # Namespaces that are the same system under another address, applied after the OpenLineage naming
+    # normalisation: {"kafka://broker:9092" = "kafka://kafka-1:19092"}.
+    alias_rules: dict[str, str] = Field(default_factory=dict)
+    # Rounds of label propagation when merging symlinked names (longest alias chain handled).
+    alias_max_iterations: int = Field(default=10, ge=1)
+
+
 class LocalKafkaSettings(_Section):
     """The single-node KRaft broker run by `make kafka-start` and the test fixtures."""
 
@@ -143,6 +158,7 @@ class Settings(BaseSettings):
     catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    build: BuildSettings = Field(default_factory=BuildSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
 
     @field_validator("ingest")

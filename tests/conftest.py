@@ -5,4 +5,5 @@ from __future__ import annotations
 pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.kafka",
+    "tests.fixtures.lake",
 ]

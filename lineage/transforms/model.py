@@ -1,0 +1,69 @@
+"""The lineage model: pure DataFrame -> DataFrame transforms from ``lake.raw.events`` to the lineage tables.
+
+No reads, writes or actions: the build job reads the raw events, calls these and writes the results. The code
+lives in three modules, re-exported here so callers import one name:
+
+- :mod:`lineage.transforms.model_runs`: ``jobs``, ``runs``, ``heartbeat_gaps``, ``run_liveness``;
+- :mod:`lineage.transforms.model_datasets`: naming (``normalize_namespace``, ``normalize_name``,
+  ``apply_alias_rules``), ``dataset_mentions``, ``dataset_aliases``, ``datasets``, ``dataset_schemas``;
+- :mod:`lineage.transforms.model_graph`: ``run_io``, ``static_io``, ``job_edges``, ``dataset_edges``,
+  ``job_summary``, ``dataset_summary``.
+
+Typical wiring (``mentions`` is used by several outputs and is worth persisting)::
+
+    mentions = dataset_mentions(events).persist()
+    aliases = dataset_aliases(mentions, alias_rules)
+    run_rows = runs(events)
+    live = run_liveness(run_rows, heartbeat_gaps(events), now)
+    io = run_io(mentions, aliases)
+    edges = job_edges(io, run_rows, static_io(mentions, aliases))
+    flows = dataset_edges(edges)
+"""
+
+from __future__ import annotations
+
+from lineage.transforms.model_common import dataset_id
+from lineage.transforms.model_datasets import (
+    apply_alias_rules,
+    canonical_mentions,
+    dataset_aliases,
+    dataset_mentions,
+    dataset_schemas,
+    datasets,
+    normalize_name,
+    normalize_namespace,
+    schema_hash,
+)
+from lineage.transforms.model_graph import (
+    dataset_edges,
+    dataset_summary,
+    job_edges,
+    job_summary,
+    run_io,
+    static_io,
+)
+from lineage.transforms.model_runs import distinct_run_events, heartbeat_gaps, jobs, run_liveness, runs
+
+__all__ = [
+    "apply_alias_rules",
+    "canonical_mentions",
+    "dataset_aliases",
+    "dataset_edges",
+    "dataset_id",
+    "dataset_mentions",
+    "dataset_schemas",
+    "dataset_summary",
+    "datasets",
+    "distinct_run_events",
+    "heartbeat_gaps",
+    "job_edges",
+    "job_summary",
+    "jobs",
+    "normalize_name",
+    "normalize_namespace",
+    "run_io",
+    "run_liveness",
+    "runs",
+    "schema_hash",
+    "static_io",
+]

@@ -1,0 +1,79 @@
+"""Small column helpers shared by the lineage model transforms (``lineage.transforms.model``).
+
+Facets are read from ``event_json`` through a VARIANT (``try_parse_json`` + ``try_variant_get``): each path
+is cast on its own, so one mistyped facet field (a ``rowCount`` sent as a string, an unexpected nested
+object) only nulls that field instead of the whole event, which ``from_json`` with a struct schema would do.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from lineage.transforms.envelope import DATASET_EVENT, JOB_EVENT, RUN_EVENT
+
+__all__ = ["DATASET_EVENT", "JOB_EVENT", "RUN_EVENT"]
+
+TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+RUNNING = "RUNNING"
+LOST = "LOST"
+
+# Spark DDL types of the facet parts the model keeps.
+SCHEMA_FIELDS_TYPE = "array<struct<name:string,type:string,description:string>>"
+IDENTIFIERS_TYPE = "array<struct<namespace:string,name:string,type:string>>"
+OWNERS_TYPE = "array<struct<name:string,type:string>>"
+TAGS_TYPE = "array<struct<key:string,value:string,source:string>>"
+
+
+def parsed_event() -> Column:
+    """The event JSON as a VARIANT (null when it is not JSON, which ``raw.events`` never holds)."""
+    return F.try_parse_json(F.col("event_json"))
+
+
+def get(node: Column, path: str, type_: str = "string") -> Column:
+    """``path`` of a VARIANT cast to ``type_``; null when missing or not castable."""
+    return F.try_variant_get(node, path, type_)
+
+
+def present(node: Column, path: str) -> Column:
+    """True when ``path`` exists and is not JSON null."""
+    value = F.try_variant_get(node, path, "variant")
+    return value.isNotNull() & ~F.is_variant_null(value)
+
+
+def event_hash() -> Column:
+    """SHA-256 of the event JSON: identifies duplicates and breaks event-time ties by content.
+
+    Ties are broken by content, never by Kafka coordinates or arrival order, so a replayed or reordered topic
+    gives the same rows.
+    """
+    return F.sha2(F.col("event_json"), 256)
+
+
+def latest_key() -> Column:
+    """Ordering of events for "latest wins": event time, then content hash (needs ``event_hash`` column)."""
+    return F.struct(F.col("event_time"), F.col("event_hash"))
+
+
+def latest(value: Column, when_present: Column | None = None) -> Column:
+    """Aggregate: ``value`` of the latest event where it is present (``when_present``, default not null).
+
+    ``max_by`` skips rows whose ordering is null, which is how absent facets are left out.
+    """
+    condition = value.isNotNull() if when_present is None else when_present
+    return F.max_by(value, F.when(condition, latest_key()))
+
+
+def seconds_between(start: Column, end: Column) -> Column:
+    """``end - start`` in seconds as a double (microsecond precision)."""
+    return (F.unix_micros(end) - F.unix_micros(start)) / F.lit(1_000_000.0)
+
+
+def short_hash(*cols: Column) -> Column:
+    """First 16 hex characters of SHA-256 over the columns joined by a control character (never in names)."""
+    return F.substring(F.sha2(F.concat_ws("\u0001", *cols), 256), 1, 16)
+
+
+def dataset_id(namespace: Column, name: Column) -> Column:
+    """Stable id of a canonical dataset: 16 hex characters of SHA-256 of namespace and name."""
+    return short_hash(namespace, name)

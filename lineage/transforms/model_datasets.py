@@ -1,0 +1,431 @@
+"""Datasets: naming normalisation, mentions, canonical aliases, datasets and schema versions.
+
+Pure transforms, no I/O, no actions. Naming follows the OpenLineage naming spec
+(https://openlineage.io/docs/spec/naming): ``kafka://{first bootstrap server}`` + topic, ``s3://{bucket}`` +
+key (``s3a``/``s3n`` are Hadoop client schemes for the same objects), no trailing slashes.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lineage.transforms.model_common import (
+    DATASET_EVENT,
+    IDENTIFIERS_TYPE,
+    JOB_EVENT,
+    RUN_EVENT,
+    SCHEMA_FIELDS_TYPE,
+    dataset_id,
+    event_hash,
+    get,
+    latest,
+    parsed_event,
+    short_hash,
+)
+
+# scheme :// authority rest
+_URI = r"^([A-Za-z][A-Za-z0-9+.\-]*)://([^/]*)(.*)$"
+
+
+def normalize_namespace(col: Column) -> Column:
+    """Normalise a dataset namespace per the OpenLineage naming spec.
+
+    Rules: ``s3a://`` and ``s3n://`` become ``s3://``; a Kafka bootstrap list keeps its first server
+    (``kafka://h1:9092,h2:9092`` -> ``kafka://h1:9092``); trailing slashes are dropped (``file:///`` stays);
+    scheme and host are lower-cased (both are case-insensitive); namespaces without a scheme only lose
+    trailing slashes. Idempotent.
+
+    Args:
+        col: the namespace as reported.
+
+    Returns:
+        The normalised namespace (null for null).
+    """
+    # The look-behind keeps "scheme:///" whole: only slashes after a real character are trailing.
+    stripped = F.regexp_replace(col, r"(?<=[^/:])/+$", "")
+    scheme = F.lower(F.regexp_extract(stripped, _URI, 1))
+    scheme = F.when(scheme.isin("s3a", "s3n"), F.lit("s3")).otherwise(scheme)
+    authority = F.lower(F.regexp_extract(stripped, _URI, 2))
+    authority = F.when(scheme == "kafka", F.trim(F.substring_index(authority, ",", 1))).otherwise(authority)
+    rest = F.regexp_extract(stripped, _URI, 3)
+    return F.when(stripped.rlike(_URI), F.concat(scheme, F.lit("://"), authority, rest)).otherwise(stripped)
+
+
+def normalize_name(col: Column) -> Column:
+    """Drop trailing slashes of a dataset name (``default.db/orders/`` -> ``default.db/orders``), keep ``/``.
+
+    Args:
+        col: the name as reported.
+
+    Returns:
+        The normalised name (null for null).
+    """
+    return F.when(col.rlike(r"^/+$"), F.lit("/")).otherwise(F.regexp_replace(col, r"/+$", ""))
+
+
+def apply_alias_rules(namespace_col: Column, rules: list[tuple[str, str]] | None) -> Column:
+    """Map whole namespaces to a canonical one (user rules, e.g. two bootstrap addresses of one cluster).
+
+    Both sides of each rule are normalised like :func:`normalize_namespace`, and ``namespace_col`` must be
+    normalised already. Rules are applied once, not transitively; the first matching rule wins.
+
+    Args:
+        namespace_col: a normalised namespace.
+        rules: ``(alias, canonical)`` pairs, e.g. ``("kafka://broker:9092", "kafka://kafka-1:19092")``.
+
+    Returns:
+        The canonical namespace, or ``namespace_col`` when no rule matches.
+    """
+    if not rules:
+        return namespace_col
+    mapped = F.when(
+        namespace_col == normalize_namespace(F.lit(rules[0][0])), normalize_namespace(F.lit(rules[0][1]))
+    )
+    for alias, canonical in rules[1:]:
+        mapped = mapped.when(
+            namespace_col == normalize_namespace(F.lit(alias)), normalize_namespace(F.lit(canonical))
+        )
+    return mapped.otherwise(namespace_col)
+
+
+_MENTION_TYPE = (
+    "struct<role:string,namespace:string,name:string,symlinks:"
+    + IDENTIFIERS_TYPE
+    + ",schema_fields:"
+    + SCHEMA_FIELDS_TYPE
+    + ",column_lineage:string,row_count:bigint,size_bytes:bigint,file_count:bigint>"
+)
+
+
+def _mention(node: Column, role: str, statistics: str | None) -> Column:
+    def stat(key: str) -> Column:
+        return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
+
+    return F.struct(
+        F.lit(role).alias("role"),
+        get(node, "$.namespace").alias("namespace"),
+        get(node, "$.name").alias("name"),
+        get(node, "$.facets.symlinks.identifiers", IDENTIFIERS_TYPE).alias("symlinks"),
+        get(node, "$.facets.schema.fields", SCHEMA_FIELDS_TYPE).alias("schema_fields"),
+        # Kept as JSON for the column-lineage build; to_json of a variant writes keys sorted, so it is stable.
+        F.to_json(get(node, "$.facets.columnLineage", "variant")).alias("column_lineage"),
+        stat("rowCount").alias("row_count"),
+        stat("size").alias("size_bytes"),
+        stat("fileCount").alias("file_count"),
+    )
+
+
+def dataset_mentions(events: DataFrame) -> DataFrame:
+    """Every dataset mention: ``inputs``/``outputs`` of RunEvents and JobEvents, ``dataset`` of DatasetEvents.
+
+    Not deduplicated: every consumer aggregates with min/max/latest, which duplicates do not change. The plan
+    parses the JSON; callers that use the mentions several times should persist them.
+
+    Args:
+        events: rows of ``lake.raw.events``.
+
+    Returns:
+        ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, role
+        (input/output/static), namespace, name (normalised), raw_namespace, raw_name (as reported), symlinks
+        (array of namespace/name/type, normalised), schema_fields (array of name/type/description),
+        row_count, size_bytes, file_count (input or output statistics facet), column_lineage (JSON)``.
+    """
+    v = F.col("_v")
+    empty = F.array().cast(f"array<{_MENTION_TYPE}>")
+    inputs = get(v, "$.inputs", "array<variant>")
+    outputs = get(v, "$.outputs", "array<variant>")
+    dataset = get(v, "$.dataset", "variant")
+    kind = F.col("event_kind")
+    all_mentions = F.concat(
+        F.coalesce(
+            F.transform(inputs, lambda x: _mention(x, "input", "$.inputFacets.inputStatistics")), empty
+        ),
+        F.coalesce(
+            F.transform(outputs, lambda x: _mention(x, "output", "$.outputFacets.outputStatistics")), empty
+        ),
+        F.when(kind == DATASET_EVENT, F.array(_mention(dataset, "static", None))).otherwise(empty),
+    )
+    exploded = (
+        events.where(kind.isin(RUN_EVENT, JOB_EVENT, DATASET_EVENT))
+        .select(
+            "event_kind",
+            "event_type",
+            "event_time",
+            event_hash().alias("event_hash"),
+            "run_id",
+            "job_namespace",
+            "job_name",
+            parsed_event().alias("_v"),
+        )
+        .select("*", F.explode(all_mentions).alias("m"))
+        .where(F.col("m.namespace").isNotNull() & F.col("m.name").isNotNull())
+    )
+    symlinks = F.transform(
+        F.col("m.symlinks"),
+        lambda s: F.struct(
+            normalize_namespace(s["namespace"]).alias("namespace"),
+            normalize_name(s["name"]).alias("name"),
+            s["type"].alias("type"),
+        ),
+    )
+    return exploded.select(
+        "event_kind",
+        "event_type",
+        "event_time",
+        "event_hash",
+        "run_id",
+        "job_namespace",
+        "job_name",
+        F.col("m.role").alias("role"),
+        normalize_namespace(F.col("m.namespace")).alias("namespace"),
+        normalize_name(F.col("m.name")).alias("name"),
+        F.col("m.namespace").alias("raw_namespace"),
+        F.col("m.name").alias("raw_name"),
+        F.filter(symlinks, lambda s: s["namespace"].isNotNull() & s["name"].isNotNull()).alias("symlinks"),
+        F.col("m.schema_fields").alias("schema_fields"),
+        F.col("m.row_count").alias("row_count"),
+        F.col("m.size_bytes").alias("size_bytes"),
+        F.col("m.file_count").alias("file_count"),
+        F.col("m.column_lineage").alias("column_lineage"),
+    )
+
+
+def dataset_aliases(
+    mentions: DataFrame,
+    alias_rules: list[tuple[str, str]] | None = None,
+    *,
+    max_iterations: int = 10,
+) -> DataFrame:
+    """Map every (namespace, name) seen to one canonical dataset.
+
+    Graph: a node is a normalised name after alias rules; every symlink identifier is linked to the dataset
+    that reports it. Each connected component is one real dataset (Iceberg location ↔ catalog table, Kafka
+    topic ↔ Flink SQL table, the same topic under two bootstrap addresses).
+
+    Canonical name rule (independent of arrival order and event time): prefer nodes reported as a dataset's
+    own namespace/name by some producer (the physical/storage name; a name only ever seen as a symlink is a
+    catalog alias), then the lexicographically smallest (namespace, name). Components are found by min-label
+    propagation over ``max_iterations`` rounds (enough for components of diameter up to that; real ones are
+    2-3), all lazily: no action is run, and the plan references ``mentions`` once per round, so callers
+    should persist ``mentions``.
+
+    ``alias_kind`` is the first step that changed the name: ``self`` (the alias is the canonical name),
+    ``normalized`` (naming-spec normalisation), ``alias_rule`` (a user rule), ``symlink`` (merged through the
+    symlinks facet).
+
+    Args:
+        mentions: output of :func:`dataset_mentions`.
+        alias_rules: ``(alias namespace, canonical namespace)`` pairs, see :func:`apply_alias_rules`.
+        max_iterations: label-propagation rounds.
+
+    Returns:
+        ``alias_namespace, alias_name, dataset_namespace, dataset_name, dataset_id, alias_kind``, one row per
+        alias (as reported, normalised, or as a symlink identifier).
+    """
+    reported = mentions.select("raw_namespace", "raw_name", "namespace", "name", "symlinks")
+    as_reported = reported.select(
+        F.col("raw_namespace").alias("alias_namespace"),
+        F.col("raw_name").alias("alias_name"),
+        F.col("namespace").alias("norm_namespace"),
+        F.col("name").alias("norm_name"),
+        F.lit(0).alias("rank"),
+    )
+    normalised = as_reported.select(
+        F.col("norm_namespace").alias("alias_namespace"),
+        F.col("norm_name").alias("alias_name"),
+        "norm_namespace",
+        "norm_name",
+        "rank",
+    )
+    symlinked = reported.select(F.explode("symlinks").alias("s")).select(
+        F.col("s.namespace").alias("alias_namespace"),
+        F.col("s.name").alias("alias_name"),
+        F.col("s.namespace").alias("norm_namespace"),
+        F.col("s.name").alias("norm_name"),
+        F.lit(1).alias("rank"),
+    )
+    forms = (
+        as_reported.unionByName(normalised)
+        .unionByName(symlinked)
+        .withColumn("node_namespace", apply_alias_rules(F.col("norm_namespace"), alias_rules))
+        .withColumn("node_name", F.col("norm_name"))
+    )
+    node = ["node_namespace", "node_name"]
+    labels = forms.groupBy(*node).agg(
+        F.struct(
+            F.min("rank").alias("rank"), F.col("node_namespace").alias("ns"), F.col("node_name").alias("n")
+        ).alias("label")
+    )
+
+    def aliased(ns: Column) -> Column:
+        return apply_alias_rules(ns, alias_rules)
+
+    links = reported.select(
+        aliased(F.col("namespace")).alias("a_ns"),
+        F.col("name").alias("a_n"),
+        F.explode("symlinks").alias("s"),
+    ).select("a_ns", "a_n", aliased(F.col("s.namespace")).alias("b_ns"), F.col("s.name").alias("b_n"))
+    # Undirected edges plus a self-loop per node, so one join per round both keeps and spreads labels.
+    edges = (
+        links.select(
+            F.col("a_ns").alias("src_ns"),
+            F.col("a_n").alias("src_n"),
+            F.col("b_ns").alias("dst_ns"),
+            F.col("b_n").alias("dst_n"),
+        )
+        .unionByName(
+            links.select(
+                F.col("b_ns").alias("src_ns"),
+                F.col("b_n").alias("src_n"),
+                F.col("a_ns").alias("dst_ns"),
+                F.col("a_n").alias("dst_n"),
+            )
+        )
+        .unionByName(
+            forms.select(
+                F.col("node_namespace").alias("src_ns"),
+                F.col("node_name").alias("src_n"),
+                F.col("node_namespace").alias("dst_ns"),
+                F.col("node_name").alias("dst_n"),
+            )
+        )
+        .distinct()
+    )
+    for _ in range(max_iterations):
+        spread = labels.select(
+            F.col("node_namespace").alias("dst_ns"), F.col("node_name").alias("dst_n"), "label"
+        )
+        labels = (
+            edges.join(spread, ["dst_ns", "dst_n"])
+            .groupBy(F.col("src_ns").alias("node_namespace"), F.col("src_n").alias("node_name"))
+            .agg(F.min("label").alias("label"))
+        )
+    canonical_ns, canonical_n = F.col("label.ns"), F.col("label.n")
+    alias_ns, alias_n = F.col("alias_namespace"), F.col("alias_name")
+    kind = (
+        F.when((alias_ns == canonical_ns) & (alias_n == canonical_n), F.lit("self"))
+        .when((alias_ns != F.col("norm_namespace")) | (alias_n != F.col("norm_name")), F.lit("normalized"))
+        .when(F.col("norm_namespace") != F.col("node_namespace"), F.lit("alias_rule"))
+        .otherwise(F.lit("symlink"))
+    )
+    return (
+        forms.select("alias_namespace", "alias_name", "norm_namespace", "norm_name", *node)
+        .distinct()
+        .join(labels, node)
+        .select(
+            "alias_namespace",
+            "alias_name",
+            canonical_ns.alias("dataset_namespace"),
+            canonical_n.alias("dataset_name"),
+            dataset_id(canonical_ns, canonical_n).alias("dataset_id"),
+            kind.alias("alias_kind"),
+        )
+    )
+
+
+def canonical_mentions(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """Mentions with their canonical ``dataset_id, dataset_namespace, dataset_name`` (by normalised name).
+
+    Args:
+        mentions: output of :func:`dataset_mentions`.
+        aliases: output of :func:`dataset_aliases` on the same mentions.
+
+    Returns:
+        The ``mentions`` columns plus ``dataset_id, dataset_namespace, dataset_name``.
+    """
+    keys = aliases.select(
+        F.col("alias_namespace").alias("namespace"),
+        F.col("alias_name").alias("name"),
+        "dataset_id",
+        "dataset_namespace",
+        "dataset_name",
+    )
+    return mentions.join(keys, ["namespace", "name"])
+
+
+def schema_hash(fields: Column) -> Column:
+    """Id of a schema version: 16 hex characters of SHA-256 of the fields as JSON (order matters)."""
+    return short_hash(F.to_json(fields))
+
+
+def _has_schema(fields: Column) -> Column:
+    return fields.isNotNull() & (F.size(fields) > 0)
+
+
+def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """One row per canonical dataset, with its current schema (the latest schema facet by event time).
+
+    Args:
+        mentions: output of :func:`dataset_mentions`.
+        aliases: output of :func:`dataset_aliases`.
+
+    Returns:
+        ``dataset_id, namespace, name, first_seen, last_seen, schema_fields, schema_hash, alias_count``.
+    """
+    fields = F.col("schema_fields")
+    folded = (
+        canonical_mentions(mentions, aliases)
+        .groupBy("dataset_id", "dataset_namespace", "dataset_name")
+        .agg(
+            F.min("event_time").alias("first_seen"),
+            F.max("event_time").alias("last_seen"),
+            latest(fields, _has_schema(fields)).alias("schema_fields"),
+        )
+    )
+    alias_counts = aliases.groupBy("dataset_id").agg(
+        F.count_distinct("alias_namespace", "alias_name").alias("alias_count")
+    )
+    return folded.join(alias_counts, "dataset_id", "left").select(
+        "dataset_id",
+        F.col("dataset_namespace").alias("namespace"),
+        F.col("dataset_name").alias("name"),
+        "first_seen",
+        "last_seen",
+        "schema_fields",
+        F.when(fields.isNotNull(), schema_hash(fields)).alias("schema_hash"),
+        "alias_count",
+    )
+
+
+def dataset_schemas(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """Schema versions per canonical dataset, from every ``schema`` facet (run and static events).
+
+    ``first_run_id`` (and its job) is the run of the earliest run event carrying the schema (ties: smallest
+    run id); null when the schema was only seen in DatasetEvents/JobEvents. ``version`` numbers the schemas
+    of a dataset by first appearance (ties by hash).
+
+    Args:
+        mentions: output of :func:`dataset_mentions`.
+        aliases: output of :func:`dataset_aliases`.
+
+    Returns:
+        ``dataset_id, schema_hash, version, schema_fields, first_seen, last_seen, first_run_id,
+        first_job_namespace, first_job_name``.
+    """
+    fields = F.col("schema_fields")
+    run_key = F.when(F.col("run_id").isNotNull(), F.struct("event_time", "run_id", "event_hash"))
+    folded = (
+        canonical_mentions(mentions, aliases)
+        .where(_has_schema(fields))
+        .withColumn("schema_hash", schema_hash(fields))
+        .groupBy("dataset_id", "schema_hash")
+        .agg(
+            F.min_by(fields, F.struct("event_time", "event_hash")).alias("schema_fields"),
+            F.min("event_time").alias("first_seen"),
+            F.max("event_time").alias("last_seen"),
+            F.min_by(F.struct("run_id", "job_namespace", "job_name"), run_key).alias("_first"),
+        )
+    )
+    order = Window.partitionBy("dataset_id").orderBy("first_seen", "schema_hash")
+    return folded.select(
+        "dataset_id",
+        "schema_hash",
+        F.row_number().over(order).alias("version"),
+        "schema_fields",
+        "first_seen",
+        "last_seen",
+        F.col("_first.run_id").alias("first_run_id"),
+        F.col("_first.job_namespace").alias("first_job_namespace"),
+        F.col("_first.job_name").alias("first_job_name"),
+    )

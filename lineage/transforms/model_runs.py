@@ -1,0 +1,382 @@
+"""Jobs, runs and run liveness from ``lake.raw.events`` rows. Pure transforms, no I/O, no actions.
+
+Every "latest" value is chosen by (event_time, SHA-256 of the event JSON), and duplicate events are dropped
+before anything is counted, so duplicated, replayed or shuffled input gives identical rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lineage.transforms.model_common import (
+    JOB_EVENT,
+    LOST,
+    OWNERS_TYPE,
+    RUN_EVENT,
+    RUNNING,
+    TAGS_TYPE,
+    TERMINAL_STATES,
+    event_hash,
+    get,
+    latest,
+    latest_key,
+    parsed_event,
+    present,
+    seconds_between,
+)
+
+# Several terminal events at the same event time (a producer sending FAIL and ABORT together): the worst wins.
+_SEVERITY = {"COMPLETE": 1, "ABORT": 2, "FAIL": 3}
+
+
+def distinct_run_events(events: DataFrame) -> DataFrame:
+    """RunEvents with duplicates removed, plus an ``event_hash`` column.
+
+    Two rows are the same event when run, type, time and JSON content are equal: the OpenLineage Kafka
+    transport and Spark's retries re-send events byte for byte, and those must not inflate ``event_count``.
+
+    Args:
+        events: rows of ``lake.raw.events``.
+
+    Returns:
+        The RunEvent rows, one per distinct event, with ``event_hash``.
+    """
+    return (
+        events.where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull())
+        .withColumn("event_hash", event_hash())
+        .dropDuplicates(["run_id", "event_type", "event_time", "event_hash"])
+    )
+
+
+def jobs(events: DataFrame) -> DataFrame:
+    """One row per job (namespace, name) seen in RunEvents or JobEvents.
+
+    Job facets come from the latest event that carries each facet (a producer may send ``jobType`` on
+    START only), so an event without a facet never erases it.
+
+    Args:
+        events: rows of ``lake.raw.events``.
+
+    Returns:
+        ``job_namespace, job_name, integration, job_type, processing_type, parent_job_namespace,
+        parent_job_name, description, source_code_type, source_code_url, source_code_repo_url,
+        source_code_path, source_code_version, owners, tags, first_seen, last_seen``.
+    """
+    v = F.col("_v")
+    job_events = events.where(
+        F.col("event_kind").isin(RUN_EVENT, JOB_EVENT)
+        & F.col("job_namespace").isNotNull()
+        & F.col("job_name").isNotNull()
+    ).select(
+        "job_namespace",
+        "job_name",
+        "event_time",
+        "parent_job_namespace",
+        "parent_job_name",
+        event_hash().alias("event_hash"),
+        parsed_event().alias("_v"),
+    )
+    facets = "$.job.facets"
+    job_type = F.struct(
+        get(v, f"{facets}.jobType.integration").alias("integration"),
+        get(v, f"{facets}.jobType.jobType").alias("job_type"),
+        get(v, f"{facets}.jobType.processingType").alias("processing_type"),
+    )
+    source = F.struct(
+        *[get(v, f"{facets}.sourceCodeLocation.{k}").alias(c) for k, c in _SOURCE_CODE_FIELDS],
+    )
+    parent = F.struct(
+        F.col("parent_job_namespace").alias("namespace"), F.col("parent_job_name").alias("name")
+    )
+    owners = get(v, f"{facets}.ownership.owners", OWNERS_TYPE)
+    tags = get(v, f"{facets}.tags.tags", TAGS_TYPE)
+    folded = job_events.groupBy("job_namespace", "job_name").agg(
+        latest(job_type, present(v, f"{facets}.jobType")).alias("_job_type"),
+        latest(parent, F.col("parent_job_name").isNotNull()).alias("_parent"),
+        latest(get(v, f"{facets}.documentation.description")).alias("description"),
+        latest(source, present(v, f"{facets}.sourceCodeLocation")).alias("_source"),
+        latest(owners).alias("owners"),
+        latest(tags).alias("tags"),
+        F.min("event_time").alias("first_seen"),
+        F.max("event_time").alias("last_seen"),
+    )
+    return folded.select(
+        "job_namespace",
+        "job_name",
+        "_job_type.integration",
+        "_job_type.job_type",
+        "_job_type.processing_type",
+        F.col("_parent.namespace").alias("parent_job_namespace"),
+        F.col("_parent.name").alias("parent_job_name"),
+        "description",
+        *[F.col(f"_source.{c}") for _, c in _SOURCE_CODE_FIELDS],
+        "owners",
+        "tags",
+        "first_seen",
+        "last_seen",
+    )
+
+
+_SOURCE_CODE_FIELDS = (
+    ("type", "source_code_type"),
+    ("url", "source_code_url"),
+    ("repoUrl", "source_code_repo_url"),
+    ("path", "source_code_path"),
+    ("version", "source_code_version"),
+)
+
+
+def runs(events: DataFrame) -> DataFrame:
+    """One row per run id, with the reported state folded order-independently.
+
+    State rule (OpenLineage run cycle): COMPLETE, FAIL and ABORT are terminal. A terminal event wins over any
+    START/RUNNING/OTHER whatever its arrival order or event time, so a late RUNNING never reopens a run. With
+    several terminal events the latest by event time wins, ties going to the most severe (FAIL > ABORT >
+    COMPLETE), then to the event content. A run without a terminal event is ``RUNNING``.
+
+    ``root_*`` falls back to the parent when the producer sends no ``parent.root`` (older Spark and Airflow
+    integrations): exact for the two-level hierarchies they produce (application -> action, DAG -> task).
+    The error columns come from the latest FAIL event carrying the ``errorMessage`` facet, else the latest
+    event carrying it.
+
+    Args:
+        events: rows of ``lake.raw.events``; only RunEvents are used.
+
+    Returns:
+        ``run_id, job_namespace, job_name, parent_run_id, parent_job_namespace, parent_job_name, root_run_id,
+        root_job_namespace, root_job_name, reported_state, started_at, ended_at, last_event_at,
+        duration_seconds, nominal_start_time, nominal_end_time, error_message, error_stack_trace,
+        error_language, processing_engine_name, processing_engine_version, openlineage_adapter_version,
+        event_count, producer``.
+    """
+    v = F.col("_v")
+    run_events = distinct_run_events(events).select(
+        "run_id",
+        "job_namespace",
+        "job_name",
+        "parent_run_id",
+        "parent_job_namespace",
+        "parent_job_name",
+        "root_run_id",
+        "root_job_namespace",
+        "root_job_name",
+        "producer",
+        "event_time",
+        "event_hash",
+        # The envelope upper-cases eventType; a missing one is OTHER (optional in the spec, never terminal).
+        F.coalesce(F.col("event_type"), F.lit("OTHER")).alias("state"),
+        parsed_event().alias("_v"),
+    )
+    state = F.col("state")
+    facets = "$.run.facets"
+    severity = F.coalesce(*[F.when(state == s, F.lit(n)) for s, n in _SEVERITY.items()])
+    terminal_key = F.when(state.isin(*TERMINAL_STATES), F.struct(F.col("event_time"), severity, "event_hash"))
+    error = F.struct(
+        get(v, f"{facets}.errorMessage.message").alias("message"),
+        get(v, f"{facets}.errorMessage.stackTrace").alias("stack_trace"),
+        get(v, f"{facets}.errorMessage.programmingLanguage").alias("language"),
+    )
+    error_key = F.when(
+        present(v, f"{facets}.errorMessage"),
+        F.struct((state == "FAIL").alias("is_fail"), F.col("event_time"), F.col("event_hash")),
+    )
+    nominal = F.struct(
+        get(v, f"{facets}.nominalTime.nominalStartTime", "timestamp").alias("start"),
+        get(v, f"{facets}.nominalTime.nominalEndTime", "timestamp").alias("end"),
+    )
+    engine = F.struct(
+        get(v, f"{facets}.processing_engine.name").alias("name"),
+        get(v, f"{facets}.processing_engine.version").alias("version"),
+        get(v, f"{facets}.processing_engine.openlineageAdapterVersion").alias("adapter"),
+    )
+    parent = F.struct(*[F.col(c) for c in ("parent_run_id", "parent_job_namespace", "parent_job_name")])
+    root = F.struct(*[F.col(c) for c in ("root_run_id", "root_job_namespace", "root_job_name")])
+    folded = run_events.groupBy("run_id").agg(
+        F.max_by(F.struct("job_namespace", "job_name", "producer"), latest_key()).alias("_job"),
+        latest(parent, F.col("parent_run_id").isNotNull()).alias("_parent"),
+        latest(root, F.col("root_run_id").isNotNull()).alias("_root"),
+        F.max_by(F.struct(state.alias("state"), F.col("event_time")), terminal_key).alias("_terminal"),
+        F.min(F.when(state == "START", F.col("event_time"))).alias("_first_start"),
+        F.min("event_time").alias("_first_event"),
+        F.max("event_time").alias("last_event_at"),
+        latest(nominal, present(v, f"{facets}.nominalTime")).alias("_nominal"),
+        F.max_by(error, error_key).alias("_error"),
+        latest(engine, present(v, f"{facets}.processing_engine")).alias("_engine"),
+        F.count(F.lit(1)).alias("event_count"),
+    )
+    started = F.coalesce(F.col("_first_start"), F.col("_first_event"))
+    ended = F.col("_terminal.event_time")
+    has_parent = F.col("_parent.parent_run_id").isNotNull()
+    return folded.select(
+        "run_id",
+        F.col("_job.job_namespace").alias("job_namespace"),
+        F.col("_job.job_name").alias("job_name"),
+        "_parent.parent_run_id",
+        "_parent.parent_job_namespace",
+        "_parent.parent_job_name",
+        *[
+            F.coalesce(F.col(f"_root.root_{c}"), F.when(has_parent, F.col(f"_parent.parent_{c}"))).alias(
+                f"root_{c}"
+            )
+            for c in ("run_id", "job_namespace", "job_name")
+        ],
+        F.coalesce(F.col("_terminal.state"), F.lit(RUNNING)).alias("reported_state"),
+        started.alias("started_at"),
+        ended.alias("ended_at"),
+        "last_event_at",
+        F.when(ended.isNotNull(), seconds_between(started, ended)).alias("duration_seconds"),
+        F.col("_nominal.start").alias("nominal_start_time"),
+        F.col("_nominal.end").alias("nominal_end_time"),
+        F.col("_error.message").alias("error_message"),
+        F.col("_error.stack_trace").alias("error_stack_trace"),
+        F.col("_error.language").alias("error_language"),
+        F.col("_engine.name").alias("processing_engine_name"),
+        F.col("_engine.version").alias("processing_engine_version"),
+        F.col("_engine.adapter").alias("openlineage_adapter_version"),
+        "event_count",
+        F.col("_job.producer").alias("producer"),
+    )
+
+
+def heartbeat_gaps(events: DataFrame) -> DataFrame:
+    """Per job, the median gap between consecutive START/RUNNING events of the same run.
+
+    Streaming producers send RUNNING on a fixed cadence (Flink's ``trackingIntervalInSeconds``, checkpoints),
+    so this median is the job's heartbeat period. Events at the same instant count once.
+
+    Args:
+        events: rows of ``lake.raw.events``.
+
+    Returns:
+        ``job_namespace, job_name, median_gap_seconds, gap_count`` for jobs with at least one gap.
+    """
+    beats = (
+        events.where(
+            (F.col("event_kind") == RUN_EVENT)
+            & F.col("run_id").isNotNull()
+            & F.col("event_type").isin("START", "RUNNING")
+        )
+        .select("job_namespace", "job_name", "run_id", "event_time")
+        .distinct()
+    )
+    previous = F.lag("event_time").over(Window.partitionBy("run_id").orderBy("event_time"))
+    gaps = beats.select(
+        "job_namespace", "job_name", seconds_between(previous, F.col("event_time")).alias("gap")
+    )
+    return (
+        gaps.where(F.col("gap") > 0)
+        .groupBy("job_namespace", "job_name")
+        .agg(F.median("gap").alias("median_gap_seconds"), F.count(F.lit(1)).alias("gap_count"))
+    )
+
+
+def _epoch_micros(now: datetime) -> int:
+    # A naive datetime is taken as UTC (the session time zone of every job), never as the local zone.
+    aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    return (aware - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+def run_liveness(
+    runs: DataFrame,
+    heartbeats: DataFrame,
+    now: datetime,
+    *,
+    floor_seconds: float = 900,
+    multiplier: float = 3.0,
+    overrides: dict[str, float] | None = None,
+) -> DataFrame:
+    """Add an inferred liveness to runs: a non-terminal run silent for longer than its threshold is LOST.
+
+    The seed lab's Flink 1.x application-mode job is cancelled without sending ABORT and would otherwise stay
+    RUNNING forever (as it does in Marquez). ``reported_state`` is never changed; ``inferred_state`` is the
+    terminal state for terminal runs, else ``RUNNING`` or ``LOST``.
+
+    Threshold per job: ``overrides["<namespace>/<name>"]`` when given, else
+    ``max(floor_seconds, multiplier * median heartbeat gap)``, else ``floor_seconds`` for jobs without
+    heartbeat history (single-event runs, batch jobs).
+
+    Args:
+        runs: output of :func:`runs`.
+        heartbeats: output of :func:`heartbeat_gaps`.
+        now: the evaluation instant (UTC; a naive datetime is read as UTC).
+        floor_seconds: the smallest threshold, so a chatty job is not declared lost after a short hiccup.
+        multiplier: how many heartbeat periods of silence make a run lost.
+        overrides: per-job thresholds in seconds, keyed ``"namespace/name"``.
+
+    Returns:
+        The ``runs`` columns plus ``median_heartbeat_seconds, threshold_seconds, silent_seconds,
+        inferred_state, liveness_reason``.
+    """
+    override = F.lit(None).cast("double")
+    if overrides:
+        pairs = [x for key, seconds in sorted(overrides.items()) for x in (F.lit(key), F.lit(float(seconds)))]
+        override = F.create_map(*pairs)[F.concat_ws("/", F.col("job_namespace"), F.col("job_name"))]
+    median = F.col("median_heartbeat_seconds")
+    derived = F.greatest(F.lit(float(floor_seconds)), F.lit(float(multiplier)) * median)
+    threshold = F.coalesce(F.col("_override"), derived, F.lit(float(floor_seconds)))
+    silent = (F.lit(_epoch_micros(now)) - F.unix_micros(F.col("last_event_at"))) / F.lit(1_000_000.0)
+    reported = F.col("reported_state")
+    lost = (reported == RUNNING) & (F.col("silent_seconds") > F.col("threshold_seconds"))
+    basis = (
+        F.when(
+            F.col("_override").isNotNull(),
+            F.concat(F.lit("override for "), F.col("job_namespace"), F.lit("/"), F.col("job_name")),
+        )
+        .when(
+            median.isNotNull(),
+            F.format_string(
+                "%s x median heartbeat %s s, floor %s s",
+                F.lit(_num(multiplier)),
+                _fmt(median),
+                F.lit(_num(floor_seconds)),
+            ),
+        )
+        .otherwise(F.format_string("no heartbeat history, floor %s s", F.lit(_num(floor_seconds))))
+    )
+    detail = F.format_string("%s s", _fmt(F.col("silent_seconds")))
+    limit = F.format_string("threshold %s s (%s)", _fmt(F.col("threshold_seconds")), basis)
+    reason = (
+        F.when(reported != RUNNING, F.concat(F.lit("reported terminal state "), reported))
+        .when(lost, F.concat(F.lit("no event for "), detail, F.lit(" > "), limit))
+        .otherwise(F.concat(F.lit("last event "), detail, F.lit(" ago <= "), limit))
+    )
+    hb = heartbeats.select(
+        "job_namespace", "job_name", F.col("median_gap_seconds").alias("median_heartbeat_seconds")
+    )
+    return (
+        runs.join(hb, ["job_namespace", "job_name"], "left")
+        .withColumn("_override", override)
+        .withColumn("threshold_seconds", threshold)
+        .withColumn("silent_seconds", silent)
+        .withColumn(
+            "inferred_state",
+            F.when(reported != RUNNING, reported).when(lost, F.lit(LOST)).otherwise(F.lit(RUNNING)),
+        )
+        .withColumn("liveness_reason", reason)
+        .select(
+            *runs.columns,
+            # Only a running run has a liveness threshold. For a terminal run these would depend on when the
+            # build ran and on later runs of its job, and an incremental build would not equal a full one.
+            *[
+                F.when(reported == RUNNING, F.col(c)).alias(c)
+                for c in ("median_heartbeat_seconds", "threshold_seconds", "silent_seconds")
+            ],
+            "inferred_state",
+            "liveness_reason",
+        )
+    )
+
+
+def _fmt(seconds: Column) -> Column:
+    """Seconds for humans: whole seconds unless fractional (a 0.5 s heartbeat stays 0.5)."""
+    rounded = F.round(seconds, 1)
+    return F.when(rounded == F.floor(rounded), F.floor(rounded).cast("string")).otherwise(
+        rounded.cast("string")
+    )
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

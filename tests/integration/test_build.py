@@ -1,0 +1,184 @@
+"""The lineage build on events that went through the real pipeline (Kafka -> ingestion -> Iceberg)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from openlineage.client.serde import Serde
+from pyspark.sql import DataFrame, SparkSession
+
+from lineage.build.model_build import DERIVED_TABLES, FAULT_ENV, INCREMENTAL_TABLES, build_lineage
+from lineage.demo.events import lab_events
+from lineage.ingest.stream import run_ingest
+from lineage.io.catalog import open_catalog
+from lineage.io.publish import publish_raw
+from lineage.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+ALL_TABLES = INCREMENTAL_TABLES + DERIVED_TABLES
+
+
+def send(settings: Settings, events: list[bytes]) -> None:
+    publish_raw(
+        settings.kafka.bootstrap_servers,
+        settings.kafka.topic,
+        [(b"lab", e) for e in events],
+        settings.kafka.max_message_bytes,
+    )
+
+
+def lab_json() -> list[bytes]:
+    return [Serde.to_json(e.event).encode() for e in lab_events()]
+
+
+def table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
+    frame = spark.table(settings.catalog.table(settings.catalog.lineage_namespace, name))
+    # Which build range wrote a mention is bookkeeping, not lineage.
+    return frame.drop("after_snapshot_id") if name == "dataset_mentions" else frame
+
+
+def frozen(spark: SparkSession, settings: Settings) -> dict[str, DataFrame]:
+    """Every model table's rows, materialised (later builds replace the tables)."""
+    return {
+        name: spark.createDataFrame(
+            table(spark, settings, name).collect(), table(spark, settings, name).schema
+        )
+        for name in ALL_TABLES
+    }
+
+
+def assert_same_tables(expected: dict[str, DataFrame], actual: dict[str, DataFrame]) -> None:
+    for name in ALL_TABLES:
+        assert_df_equality(
+            actual[name],
+            expected[name],
+            ignore_row_order=True,
+            ignore_nullable=True,
+            ignore_column_order=True,
+        )
+
+
+def test_lab_scenario_lost_run_merged_dataset_and_chain(spark: SparkSession, own_lake: Settings) -> None:
+    send(own_lake, lab_json())
+    run_ingest(spark, own_lake, trigger="availableNow")
+
+    result = build_lineage(spark, own_lake, now=NOW)
+
+    assert (result.mode, result.new_events) == ("full", 23)
+    catalog = open_catalog(own_lake.catalog)
+    runs = {r["job_name"]: r for r in catalog.load_table("lineage.runs").scan().to_arrow().to_pylist()}
+    stuck = runs["supplier-stats"]
+    assert (stuck["reported_state"], stuck["inferred_state"]) == ("RUNNING", "LOST")
+    assert "3 x median heartbeat 60 s" in stuck["liveness_reason"]
+    aliases = catalog.load_table("lineage.dataset_aliases").scan().to_arrow().to_pylist()
+    canonical = {
+        (a["alias_namespace"], a["alias_name"]): (a["dataset_namespace"], a["dataset_name"]) for a in aliases
+    }
+    iceberg_orders = ("s3://warehouse", "default.db/orders")
+    assert canonical[("s3a://warehouse", "default.db/orders/")] == iceberg_orders  # Spark's physical name
+    assert canonical[("s3://warehouse", "default.db/orders")] == iceberg_orders  # Flink 2.x output
+    assert canonical[("hive://hive-metastore:9083", "default.orders")] == iceberg_orders  # catalog symlink
+    assert canonical[("kafka://broker:9092", "orders")] == ("kafka://kafka-1:19092", "orders")  # alias rule
+    ids = {
+        (d["namespace"], d["name"]): d["dataset_id"]
+        for d in catalog.load_table("lineage.datasets").scan().to_arrow().to_pylist()
+    }
+    edges = {
+        (e["source_dataset_id"], e["target_dataset_id"])
+        for e in catalog.load_table("lineage.dataset_edges").scan().to_arrow().to_pylist()
+    }
+    topic, table_id, summary = (
+        ids[("kafka://kafka-1:19092", "orders")],
+        ids[iceberg_orders],
+        ids[("s3://warehouse", "default.db/supplier_stats")],
+    )
+    assert {(topic, table_id), (table_id, summary)} <= edges
+
+
+def test_incremental_builds_equal_a_full_refresh(spark: SparkSession, own_lake: Settings) -> None:
+    events = lab_json()
+    first, rest = events[:11], events[11:]
+    send(own_lake, first)
+    run_ingest(spark, own_lake, trigger="availableNow")
+    assert build_lineage(spark, own_lake, now=NOW).mode == "full"
+    # The rest arrives shuffled, with duplicates, and with a late RUNNING for a finished run.
+    late = [e for e in events if b'"RUNNING"' in e][:2]
+    tail = rest + rest[:5] + late
+    random.Random(7).shuffle(tail)
+    send(own_lake, tail)
+    run_ingest(spark, own_lake, trigger="availableNow")
+    assert build_lineage(spark, own_lake, now=NOW).mode == "incremental"
+    incremental = frozen(spark, own_lake)
+
+    assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
+
+    assert_same_tables(incremental, frozen(spark, own_lake))
+    assert incremental["runs"].count() == 8
+
+
+def test_build_without_new_events_commits_nothing(spark: SparkSession, own_lake: Settings) -> None:
+    send(own_lake, lab_json())
+    run_ingest(spark, own_lake, trigger="availableNow")
+    build_lineage(spark, own_lake, now=NOW)
+    catalog = open_catalog(own_lake.catalog)
+    before = {n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id for n in ALL_TABLES}
+
+    result = build_lineage(spark, own_lake, now=datetime(2026, 12, 1, tzinfo=UTC))
+
+    assert result.mode == "noop"
+    catalog = open_catalog(own_lake.catalog)
+    assert {
+        n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id for n in ALL_TABLES
+    } == before
+
+
+def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    variables = {
+        **os.environ,
+        "LINEAGE__CATALOG__NAME": settings.catalog.name,
+        "LINEAGE__CATALOG__SQLITE_PATH": str(settings.catalog.sqlite_path),
+        "LINEAGE__CATALOG__WAREHOUSE": str(settings.catalog.warehouse),
+        "LINEAGE__SPARK__MASTER": "local[2]",
+        "LINEAGE__SPARK__SHUFFLE_PARTITIONS": "2",
+        "LINEAGE__SPARK__DRIVER_MEMORY": "1g",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "jobs/build_lineage.py", "--now", NOW.isoformat(), *args],
+        cwd=REPO,
+        env=variables,
+        capture_output=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("killed_after", ["dataset_mentions", "runs", "dataset_edges"])
+def test_killed_incremental_build_rerun_gives_identical_tables(
+    spark: SparkSession, own_lake: Settings, killed_after: str
+) -> None:
+    events = lab_json()
+    send(own_lake, events[:11])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    build_lineage(spark, own_lake, now=NOW)
+    send(own_lake, events[11:])
+    run_ingest(spark, own_lake, trigger="availableNow")
+
+    killed = _build_process(own_lake, **{FAULT_ENV: killed_after})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
+    rerun = _build_process(own_lake)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    after_rerun = frozen(spark, own_lake)
+
+    build_lineage(spark, own_lake, full_refresh=True, now=NOW)
+    assert_same_tables(after_rerun, frozen(spark, own_lake))

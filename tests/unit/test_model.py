@@ -1,0 +1,308 @@
+"""Jobs, runs and run liveness (lineage.transforms.model) on tiny inline events."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import Row, SparkSession
+
+from lineage.transforms import model
+from tests.unit.model_events import at, events_df, job_event, job_type, parent, run_event, run_id, utc
+
+FLINK = ("flink", "orders-enrich")
+ENGINE = {"processing_engine": {"name": "flink", "version": "1.20.1", "openlineageAdapterVersion": "1.15.0"}}
+
+
+def one_run(spark: SparkSession, events: list[dict[str, Any]]) -> Row:
+    rows = model.runs(events_df(spark, events)).collect()
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_late_running_after_complete_stays_complete(spark: SparkSession) -> None:
+    r = run_id(1)
+    row = one_run(
+        spark,
+        [
+            run_event("START", at(0), r, FLINK),
+            run_event("COMPLETE", at(120), r, FLINK),
+            run_event("RUNNING", at(180), r, FLINK),
+        ],
+    )
+    assert (row.reported_state, utc(row.ended_at), utc(row.last_event_at)) == ("COMPLETE", at(120), at(180))
+    assert row.duration_seconds == 120.0
+
+
+def test_terminal_tie_goes_to_the_most_severe_state(spark: SparkSession) -> None:
+    r = run_id(1)
+    row = one_run(spark, [run_event("COMPLETE", at(60), r, FLINK), run_event("FAIL", at(60), r, FLINK)])
+    assert row.reported_state == "FAIL"
+
+
+def test_latest_terminal_event_wins(spark: SparkSession) -> None:
+    r = run_id(1)
+    row = one_run(spark, [run_event("COMPLETE", at(200), r, FLINK), run_event("FAIL", at(100), r, FLINK)])
+    assert (row.reported_state, utc(row.ended_at)) == ("COMPLETE", at(200))
+
+
+def test_run_without_terminal_event_is_running_from_its_start(spark: SparkSession) -> None:
+    r = run_id(1)
+    # A RUNNING stamped before the START (clock skew) does not move started_at.
+    row = one_run(
+        spark,
+        [
+            run_event("RUNNING", at(0), r, FLINK),
+            run_event("START", at(30), r, FLINK),
+            run_event(None, at(90), r, FLINK),
+        ],
+    )
+    assert (row.reported_state, utc(row.started_at), utc(row.ended_at), row.duration_seconds) == (
+        "RUNNING",
+        at(30),
+        None,
+        None,
+    )
+
+
+def _mixed_runs() -> list[dict[str, Any]]:
+    a, b, c = run_id(1), run_id(2), run_id(3)
+    error = {"message": "boom", "stackTrace": "Traceback ...", "programmingLanguage": "python"}
+    return [
+        run_event("START", at(0), a, FLINK, run_facets=ENGINE),
+        run_event("RUNNING", at(60), a, FLINK, run_facets=ENGINE),
+        run_event("COMPLETE", at(90), a, FLINK, run_facets=ENGINE),
+        run_event("RUNNING", at(120), a, FLINK, run_facets=ENGINE),
+        run_event("START", at(10), b, ("spark", "app")),
+        run_event("FAIL", at(50), b, ("spark", "app"), run_facets={"errorMessage": error}),
+        run_event("ABORT", at(50), b, ("spark", "app")),
+        run_event("START", at(5), c, ("spark", "other")),
+        run_event("RUNNING", at(7), c, ("spark", "other")),
+    ]
+
+
+def test_duplicated_events_give_identical_runs(spark: SparkSession) -> None:
+    events = _mixed_runs()
+    expected = model.runs(events_df(spark, events))
+    actual = model.runs(events_df(spark, events + events[::2] + events[:3]))
+    assert_df_equality(actual, expected, ignore_row_order=True)
+
+
+def test_shuffled_and_reversed_events_give_identical_runs(spark: SparkSession) -> None:
+    events = _mixed_runs()
+    shuffled = events[:]
+    random.Random(7).shuffle(shuffled)
+    expected = model.runs(events_df(spark, events))
+    assert_df_equality(model.runs(events_df(spark, events[::-1])), expected, ignore_row_order=True)
+    assert_df_equality(model.runs(events_df(spark, shuffled)), expected, ignore_row_order=True)
+
+
+def test_event_count_counts_distinct_events(spark: SparkSession) -> None:
+    r = run_id(1)
+    events = [run_event("START", at(0), r, FLINK), run_event("COMPLETE", at(60), r, FLINK)]
+    assert one_run(spark, events * 3).event_count == 2
+
+
+def test_failed_run_has_error_engine_and_nominal_time(spark: SparkSession) -> None:
+    r = run_id(1)
+    error = {
+        "message": "Table not found",
+        "stackTrace": "AnalysisException ...",
+        "programmingLanguage": "python",
+    }
+    nominal = {
+        "nominalTime": {"nominalStartTime": "2026-11-20T07:00:00Z", "nominalEndTime": "2026-11-20T08:00:00Z"}
+    }
+    row = one_run(
+        spark,
+        [
+            run_event("START", at(0), r, FLINK, run_facets={**ENGINE, **nominal}),
+            run_event("FAIL", at(30), r, FLINK, run_facets={"errorMessage": error}),
+        ],
+    )
+    assert (row.reported_state, row.error_message, row.error_stack_trace, row.error_language) == (
+        "FAIL",
+        "Table not found",
+        "AnalysisException ...",
+        "python",
+    )
+    assert (row.processing_engine_name, row.processing_engine_version, row.openlineage_adapter_version) == (
+        "flink",
+        "1.20.1",
+        "1.15.0",
+    )
+    assert (utc(row.nominal_start_time), utc(row.nominal_end_time)) == (at(-3600), at(0))
+
+
+def test_spark_application_is_parent_and_root_of_its_job_runs(spark: SparkSession) -> None:
+    app, app_job = run_id(1), ("spark", "stats_app")
+    facet = {"parent": parent(app, app_job, root=(app, app_job))}
+    children = [run_id(2), run_id(3)]
+    events = [run_event("START", at(0), app, app_job), run_event("COMPLETE", at(100), app, app_job)]
+    for i, child in enumerate(children):
+        job = ("spark", f"stats_app.action_{i}")
+        events += [
+            run_event("START", at(10 + i), child, job, run_facets=facet),
+            run_event("COMPLETE", at(20 + i), child, job, run_facets=facet),
+        ]
+    rows = {r.run_id: r for r in model.runs(events_df(spark, events)).collect()}
+    assert [rows[app].parent_run_id, rows[app].root_run_id] == [None, None]
+    for child in children:
+        assert (rows[child].parent_run_id, rows[child].parent_job_name) == (app, "stats_app")
+        assert (rows[child].root_run_id, rows[child].root_job_namespace, rows[child].root_job_name) == (
+            app,
+            "spark",
+            "stats_app",
+        )
+
+
+def test_airflow_dag_run_is_parent_of_task_runs_and_root_without_root_facet(spark: SparkSession) -> None:
+    dag_run, dag = run_id(10), ("airflow", "daily_orders")
+    task_run = run_id(11)
+    events = [
+        run_event("START", at(0), dag_run, dag),
+        run_event(
+            "START",
+            at(5),
+            task_run,
+            ("airflow", "daily_orders.load"),
+            run_facets={"parent": parent(dag_run, dag)},
+        ),
+        run_event("COMPLETE", at(9), dag_run, dag),
+    ]
+    rows = {r.run_id: r for r in model.runs(events_df(spark, events)).collect()}
+    task = rows[task_run]
+    assert (task.parent_run_id, task.parent_job_name, task.root_run_id, task.root_job_name) == (
+        dag_run,
+        "daily_orders",
+        dag_run,
+        "daily_orders",
+    )
+    assert rows[dag_run].reported_state == "COMPLETE"
+
+
+def test_jobs_take_the_latest_facets_and_keep_absent_ones(spark: SparkSession) -> None:
+    r = run_id(1)
+    facets_v1 = {
+        **job_type("STREAMING", "FLINK", "JOB"),
+        "documentation": {"description": "old"},
+        "ownership": {"owners": [{"name": "team:data", "type": "TEAM"}]},
+        "tags": {"tags": [{"key": "env", "value": "prod", "source": "USER"}]},
+        "sourceCodeLocation": {
+            "type": "git",
+            "url": "https://x/y",
+            "repoUrl": "https://x",
+            "path": "a.py",
+            "version": "abc",
+        },
+    }
+    facets_v2 = {"documentation": {"description": "new"}}
+    spark_parent = {"parent": parent(run_id(9), ("spark", "app"))}
+    events = [
+        run_event("START", at(0), r, FLINK, job_facets=facets_v1, run_facets=spark_parent),
+        run_event("RUNNING", at(60), r, FLINK, job_facets=facets_v2),
+        run_event("COMPLETE", at(90), r, FLINK),
+    ]
+    rows = model.jobs(events_df(spark, events)).collect()
+    assert len(rows) == 1
+    job = rows[0]
+    assert (job.integration, job.job_type, job.processing_type, job.description) == (
+        "FLINK",
+        "JOB",
+        "STREAMING",
+        "new",
+    )
+    assert (job.parent_job_namespace, job.parent_job_name) == ("spark", "app")
+    assert [tuple(o) for o in job.owners] == [("team:data", "TEAM")]
+    assert [tuple(t) for t in job.tags] == [("env", "prod", "USER")]
+    assert (
+        job.source_code_type,
+        job.source_code_url,
+        job.source_code_repo_url,
+        job.source_code_path,
+        job.source_code_version,
+    ) == ("git", "https://x/y", "https://x", "a.py", "abc")
+    assert (utc(job.first_seen), utc(job.last_seen)) == (at(0), at(90))
+
+
+def test_jobs_include_jobs_seen_only_in_job_events(spark: SparkSession) -> None:
+    events = [job_event(at(0), ("airflow", "static_dag"), job_facets=job_type("BATCH", "AIRFLOW", "DAG"))]
+    rows = model.jobs(events_df(spark, events)).collect()
+    assert [(r.job_name, r.integration, r.job_type) for r in rows] == [("static_dag", "AIRFLOW", "DAG")]
+
+
+# ---- liveness ----
+
+STUCK = ("lab", "supplier-stats")  # Flink 1.x: heartbeats every 60 s, then silence (cancelled, no ABORT)
+HEALTHY = ("lab", "healthy")  # heartbeats every 60 s, last one 30 s before now
+SLOW = ("lab", "slow-beat")  # heartbeats every 600 s: threshold 1800 s, above the floor
+OVERRIDDEN = ("lab", "overridden")  # silent 200 s, override 100 s
+DONE = ("lab", "done")  # COMPLETE long ago
+NOW = at(10_000)
+
+
+def _beats(run: str, job: tuple[str, str], start: float, period: float, count: int) -> list[dict[str, Any]]:
+    return [
+        run_event("START" if i == 0 else "RUNNING", at(start + i * period), run, job) for i in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def liveness(spark: SparkSession) -> dict[str, Row]:
+    last = NOW.timestamp() - at(0).timestamp()
+    events = (
+        _beats(run_id(1), STUCK, 0, 60, 6)  # last event at 300 s
+        + _beats(run_id(2), HEALTHY, last - 30 - 300, 60, 6)
+        + _beats(run_id(3), SLOW, last - 1000 - 1800, 600, 4)  # last event 1000 s before now
+        + _beats(run_id(4), OVERRIDDEN, last - 200 - 60, 60, 2)
+        + [run_event("START", at(0), run_id(5), DONE), run_event("COMPLETE", at(10), run_id(5), DONE)]
+    )
+    events_frame = events_df(spark, events)
+    live = model.run_liveness(
+        model.runs(events_frame), model.heartbeat_gaps(events_frame), NOW, overrides={"lab/overridden": 100}
+    )
+    return {r.job_name: r for r in live.collect()}
+
+
+def test_stuck_flink_run_is_lost_with_reason(liveness: dict[str, Row]) -> None:
+    row = liveness["supplier-stats"]
+    assert (row.reported_state, row.inferred_state) == ("RUNNING", "LOST")
+    assert (
+        row.liveness_reason
+        == "no event for 9700 s > threshold 900 s (3 x median heartbeat 60 s, floor 900 s)"
+    )
+
+
+def test_recent_heartbeat_keeps_run_running(liveness: dict[str, Row]) -> None:
+    row = liveness["healthy"]
+    assert (row.inferred_state, row.silent_seconds, row.threshold_seconds) == ("RUNNING", 30.0, 900.0)
+
+
+def test_threshold_is_a_multiple_of_the_median_heartbeat_above_the_floor(liveness: dict[str, Row]) -> None:
+    row = liveness["slow-beat"]
+    assert (row.median_heartbeat_seconds, row.threshold_seconds, row.silent_seconds) == (
+        600.0,
+        1800.0,
+        1000.0,
+    )
+    assert row.inferred_state == "RUNNING"
+
+
+def test_per_job_override_replaces_the_threshold(liveness: dict[str, Row]) -> None:
+    row = liveness["overridden"]
+    assert (row.threshold_seconds, row.inferred_state) == (100.0, "LOST")
+    assert row.liveness_reason == "no event for 200 s > threshold 100 s (override for lab/overridden)"
+
+
+def test_terminal_run_keeps_its_reported_state(liveness: dict[str, Row]) -> None:
+    row = liveness["done"]
+    assert (row.reported_state, row.inferred_state) == ("COMPLETE", "COMPLETE")
+
+
+def test_heartbeat_gaps_median_per_job(spark: SparkSession) -> None:
+    events = _beats(run_id(1), STUCK, 0, 60, 4) + _beats(run_id(2), STUCK, 1000, 120, 3)
+    rows = model.heartbeat_gaps(events_df(spark, events)).collect()
+    # gaps 60, 60, 60, 120, 120 -> median 60
+    assert [(r.job_name, r.median_gap_seconds, r.gap_count) for r in rows] == [("supplier-stats", 60.0, 5)]
