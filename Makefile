@@ -9,7 +9,7 @@ JARS := .jars
 POM := conf/maven/pom.xml
 MVN := mvn -q -B -s conf/maven/settings.xml -f $(POM)
 
-.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once report demo test \
+.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full report lineage-report demo test \
         test-unit lint clean distclean
 
 help: ## List the targets
@@ -51,10 +51,19 @@ ingest: setup ## Run the ingestion continuously (processing-time trigger from co
 ingest-once: setup ## Land what is in the topic now, then stop (availableNow)
 	$(PY) jobs/ingest_events.py --trigger availableNow
 
+build: setup ## Build lake.lineage.* from the new raw events (incremental)
+	$(PY) jobs/build_lineage.py
+
+build-full: setup ## Rebuild lake.lineage.* from all raw events
+	$(PY) jobs/build_lineage.py --full-refresh
+
 report: ## Print what landed in the raw tables
 	$(PY) -m lineage.demo report
 
-demo: publish-demo ingest-once report ## The whole demo: set up, start Kafka, publish, ingest, report
+lineage-report: ## Print the lab's runs (stuck one LOST), merged datasets and dataset lineage
+	$(PY) -m lineage.demo lineage
+
+demo: publish-demo ingest-once report build lineage-report ## The whole demo: Kafka, publish, ingest, build, report
 
 test: setup ## Run the whole test suite (unit + integration with a real broker, Spark, Iceberg)
 	@$(PY) -m pytest; rc=$$?; \

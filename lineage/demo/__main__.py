@@ -3,7 +3,7 @@
 ``python -m lineage.demo publish`` sends the lab events with openlineage-python's KafkaTransport and the
 malformed messages as raw bytes, unless the topic already holds messages (so re-running the demo never
 duplicates them). ``python -m lineage.demo report`` prints rows per table and rejected reasons, read
-with pyiceberg.
+with pyiceberg; ``python -m lineage.demo lineage`` prints the lineage model's answers for the lab.
 """
 
 from __future__ import annotations
@@ -71,6 +71,39 @@ def report(settings: Settings) -> None:
         print(f"  {reason:<19} {n:>4}  e.g. {examples[reason]}")
 
 
+def lineage_report(settings: Settings) -> None:
+    """The lab's pain points, answered from lake.lineage.* (read with pyiceberg)."""
+    catalog = open_catalog(settings.catalog)
+    ns = settings.catalog.lineage_namespace
+
+    def rows(table: str) -> list[dict]:
+        return catalog.load_table((ns, table)).scan().to_arrow().to_pylist()
+
+    runs = rows("runs")
+    print(f"\n{settings.catalog.table(ns, 'runs')}: {len(runs)} runs (reported -> inferred state)")
+    for run in sorted(runs, key=lambda r: (r["job_namespace"], r["job_name"], str(r["started_at"]))):
+        flag = "  <- stuck: no terminal event" if run["inferred_state"] == "LOST" else ""
+        print(f"  {run['job_name'][:66]:<66} {run['reported_state']:>8} -> {run['inferred_state']:<8}{flag}")
+        if run["inferred_state"] == "LOST":
+            print(f"    {run['liveness_reason']}")
+    datasets = {d["dataset_id"]: d for d in rows("datasets")}
+    aliases = rows("dataset_aliases")
+    print(f"\n{settings.catalog.table(ns, 'datasets')}: {len(datasets)} datasets from {len(aliases)} names")
+    merged: dict[str, list[str]] = {}
+    for alias in aliases:
+        if alias["alias_kind"] != "self":
+            merged.setdefault(alias["dataset_id"], []).append(
+                f"{alias['alias_namespace']}/{alias['alias_name']} ({alias['alias_kind']})")
+    for dataset_id, names in sorted(merged.items()):
+        d = datasets[dataset_id]
+        print(f"  {d['namespace']}/{d['name']}  <=  " + ", ".join(sorted(names)))
+    print("\ndataset-level lineage (source -> target, through job):")
+    for edge in sorted(rows("dataset_edges"), key=lambda e: e["first_seen"]):
+        source, target = datasets[edge["source_dataset_id"]], datasets[edge["target_dataset_id"]]
+        print(f"  {source['namespace']}/{source['name']} -> {target['namespace']}/{target['name']}"
+              f"  [{edge['job_name']}]")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lineage.demo",
@@ -81,13 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     pub = sub.add_parser("publish", help="send the lab events and the malformed messages")
     pub.add_argument("--force", action="store_true", help="publish even if the topic is not empty")
     sub.add_parser("report", help="print what landed in the raw tables")
+    sub.add_parser("lineage", help="print the lab's runs, merged datasets and dataset lineage")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     settings = load_settings()
     if args.command == "publish":
         publish(settings, force=args.force)
-    else:
+    elif args.command == "report":
         report(settings)
+    else:
+        lineage_report(settings)
     return 0
 
 
