@@ -93,15 +93,18 @@ def lineage_report(settings: Settings) -> None:
     for alias in aliases:
         if alias["alias_kind"] != "self":
             merged.setdefault(alias["dataset_id"], []).append(
-                f"{alias['alias_namespace']}/{alias['alias_name']} ({alias['alias_kind']})")
+                f"{alias['alias_namespace']}/{alias['alias_name']} ({alias['alias_kind']})"
+            )
     for dataset_id, names in sorted(merged.items()):
         d = datasets[dataset_id]
         print(f"  {d['namespace']}/{d['name']}  <=  " + ", ".join(sorted(names)))
     print("\ndataset-level lineage (source -> target, through job):")
     for edge in sorted(rows("dataset_edges"), key=lambda e: e["first_seen"]):
         source, target = datasets[edge["source_dataset_id"]], datasets[edge["target_dataset_id"]]
-        print(f"  {source['namespace']}/{source['name']} -> {target['namespace']}/{target['name']}"
-              f"  [{edge['job_name']}]")
+        print(
+            f"  {source['namespace']}/{source['name']} -> {target['namespace']}/{target['name']}"
+            f"  [{edge['job_name']}]"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
