@@ -29,7 +29,7 @@ $(JARS)/%/.fetched: $(POM) conf/maven/settings.xml
 	$(MVN) -P$* dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(JARS)/$*
 	@touch $@
 
-jars: $(JARS)/spark/.fetched $(JARS)/kafka/.fetched ## Fetch the pinned JVM jars from Maven Central
+jars: $(JARS)/spark/.fetched $(JARS)/kafka/.fetched $(JARS)/openlineage/.fetched ## Fetch the pinned JVM jars from Maven Central
 
 setup: $(VENV)/.installed jars ## Install everything: Python venv from pyproject.toml, jars via Maven
 

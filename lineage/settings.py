@@ -133,6 +133,8 @@ class BuildSettings(_Section):
     alias_rules: dict[str, str] = Field(default_factory=dict)
     # Rounds of label propagation when merging symlinked names (longest alias chain handled).
     alias_max_iterations: int = Field(default=10, ge=1)
+    # Longest column path (in jobs) followed by lake.lineage.column_paths; cycles are safe at any depth.
+    column_path_max_depth: int = Field(default=20, ge=1)
 
 
 class LocalKafkaSettings(_Section):

@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 
 from lineage.io import lake
 from lineage.settings import Settings
-from lineage.transforms import model
+from lineage.transforms import columns, model
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ DERIVED_TABLES = (
     "dataset_edges",
     "job_summary",
     "dataset_summary",
+    "column_edges",
+    "column_paths",
 )
 STATE_TABLE = "build_state"
 FULL_RANGE_START = -1  # after_snapshot_id of mentions written by a full refresh
@@ -204,8 +206,23 @@ class _Build:
                     self.spark.table(self.t("dataset_schemas")),
                 ),
             )
+            self._write("column_edges", columns.column_edges(mentions, aliases, alias_rules=rules))
+            self._write("column_paths", self._column_paths(self.spark.table(self.t("column_edges"))))
         finally:
             mentions.unpersist()
+
+    def _column_paths(self, edges: DataFrame) -> DataFrame:
+        """Breadth-first rounds over the column edges, each materialised, stopping once a round adds
+        nothing (or at ``column_path_max_depth``): the lazily unrolled 20-round plan would be re-planned
+        whole, and most estates are a few hops deep."""
+        max_depth = self.settings.build.column_path_max_depth
+        paths = columns.column_paths(edges, max_depth=1).localCheckpoint()
+        for hops in range(1, max_depth):
+            longer = columns.extend_column_paths(paths, edges, hops=hops).localCheckpoint()
+            if longer.where(F.col("hops") == hops + 1).isEmpty():
+                break
+            paths = longer
+        return paths
 
     def _write(self, name: str, frame: DataFrame) -> None:
         lake.replace_table(frame, self.t(name))

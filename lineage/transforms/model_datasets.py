@@ -94,7 +94,7 @@ _MENTION_TYPE = (
     + IDENTIFIERS_TYPE
     + ",schema_fields:"
     + SCHEMA_FIELDS_TYPE
-    + ",column_lineage:string,row_count:bigint,size_bytes:bigint,file_count:bigint>"
+    + ",column_lineage:string,lineage:string,row_count:bigint,size_bytes:bigint,file_count:bigint>"
 )
 
 
@@ -110,6 +110,8 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         get(node, "$.facets.schema.fields", SCHEMA_FIELDS_TYPE).alias("schema_fields"),
         # Kept as JSON for the column-lineage build; to_json of a variant writes keys sorted, so it is stable.
         F.to_json(get(node, "$.facets.columnLineage", "variant")).alias("column_lineage"),
+        # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
+        F.to_json(get(node, "$.facets.lineage", "variant")).alias("lineage"),
         stat("rowCount").alias("row_count"),
         stat("size").alias("size_bytes"),
         stat("fileCount").alias("file_count"),
@@ -129,7 +131,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, role
         (input/output/static), namespace, name (normalised), raw_namespace, raw_name (as reported), symlinks
         (array of namespace/name/type, normalised), schema_fields (array of name/type/description),
-        row_count, size_bytes, file_count (input or output statistics facet), column_lineage (JSON)``.
+        row_count, size_bytes, file_count (input or output statistics facet), column_lineage and lineage
+        (the two column-lineage facets, JSON)``.
     """
     v = F.col("_v")
     empty = F.array().cast(f"array<{_MENTION_TYPE}>")
@@ -188,6 +191,7 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         F.col("m.size_bytes").alias("size_bytes"),
         F.col("m.file_count").alias("file_count"),
         F.col("m.column_lineage").alias("column_lineage"),
+        F.col("m.lineage").alias("lineage"),
     )
 
 

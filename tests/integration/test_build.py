@@ -104,6 +104,21 @@ def test_lab_scenario_lost_run_merged_dataset_and_chain(spark: SparkSession, own
         ids[("s3://warehouse", "default.db/supplier_stats")],
     )
     assert {(topic, table_id), (table_id, summary)} <= edges
+    paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
+    total_price = {
+        (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]), p["all_direct"])
+        for p in paths
+        if (p["target_dataset_id"], p["target_field"]) == (summary, "total_price")
+    }
+    overwrite = "supplier_stats_app.overwrite_by_expression_default_supplier_stats"
+    assert total_price[(table_id, "price")] == (1, [overwrite], True)
+    assert total_price[(topic, "price")] == (2, ["iceberg-ingestion", overwrite], True)
+    column_edges = catalog.load_table("lineage.column_edges").scan().to_arrow().to_pylist()
+    group_by = [e for e in column_edges if e["target_dataset_id"] == summary and e["scope"] == "dataset"]
+    assert {(e["source_field"], tuple(e["subtypes"])) for e in group_by} == {
+        ("supplier", ("GROUP_BY",)),
+        ("bid_time", ("FILTER", "GROUP_BY")),
+    }
 
 
 def test_incremental_builds_equal_a_full_refresh(spark: SparkSession, own_lake: Settings) -> None:

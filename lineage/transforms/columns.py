@@ -1,0 +1,451 @@
+"""Column-level lineage: column edges from the column-lineage facets, and end-to-end column paths.
+
+Pure transforms, no I/O, no actions. The input is ``dataset_mentions`` (its ``column_lineage`` column holds
+each output dataset's ``columnLineage`` facet as JSON) and ``dataset_aliases``; the facet is read through a
+VARIANT one path at a time, as :mod:`lineage.transforms.model_common` does, so a mistyped part nulls that
+part only.
+
+Facet (OpenLineage ``ColumnLineageDatasetFacet``, spec/facets/ColumnLineageDatasetFacet.json)::
+
+    fields: {<output field>: {inputFields: [{namespace, name, field,
+                                             transformations: [{type, subtype, description, masking}]}],
+                              transformationDescription?, transformationType?}}   # the last two: legacy
+    dataset: [{namespace, name, field, transformations: [...]}]                   # dataset-wide dependencies
+
+The newer ``lineage`` dataset facet (spec/facets/LineageDatasetFacet.json: ``fields.<f>.inputs[]`` and a
+dataset-wide ``inputs[]``, inputs typed ``DATASET``/``JOB``) has the same input shape; it is read when the
+mentions carry it as a JSON column named ``lineage`` (``dataset_mentions`` does not extract it yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from lineage.transforms.model_common import dataset_id, get
+from lineage.transforms.model_datasets import (
+    apply_alias_rules,
+    canonical_mentions,
+    normalize_name,
+    normalize_namespace,
+)
+
+DIRECT = "DIRECT"
+INDIRECT = "INDIRECT"
+FIELD_SCOPE = "field"
+DATASET_SCOPE = "dataset"
+
+# Spark DDL type of one transformation, as kept in ``column_edges.transformations``.
+TRANSFORMATION_TYPE = "struct<type:string,subtype:string,description:string,masking:boolean>"
+_ENTRY_TYPE = (
+    "struct<target_field:string,namespace:string,name:string,field:string,transformations:array<"
+    + TRANSFORMATION_TYPE
+    + ">>"
+)
+
+EDGE_KEY = [
+    "source_dataset_id",
+    "source_field",
+    "target_dataset_id",
+    "target_field",
+    "job_namespace",
+    "job_name",
+]
+
+
+def _transformation(node: Column) -> Column:
+    # Spec enums are upper case; a producer sending "direct" means DIRECT. `masking` defaults to false (spec).
+    return F.struct(
+        F.upper(F.trim(get(node, "$.type"))).alias("type"),
+        F.upper(F.trim(get(node, "$.subtype"))).alias("subtype"),
+        get(node, "$.description").alias("description"),
+        F.coalesce(get(node, "$.masking", "boolean"), F.lit(False)).alias("masking"),
+    )
+
+
+def _legacy_transformation(field_entry: Column) -> Column:
+    """The one transformation of an input field without ``transformations`` (facet 1-0-x).
+
+    The first facet versions put ``transformationType`` (IDENTITY or MASKED, spec/facets/
+    ColumnLineageDatasetFacet.md of 1-0-x) and ``transformationDescription`` on the output field. Every input
+    of such a field was used to compute its value, so it is DIRECT.
+    """
+    kind = F.upper(F.trim(get(field_entry, "$.transformationType")))
+    return F.struct(
+        F.lit(DIRECT).alias("type"),
+        kind.alias("subtype"),
+        get(field_entry, "$.transformationDescription").alias("description"),
+        # Facet 1-0-x: MASKED = "a hash of the input value that doesn't expose the original value".
+        F.coalesce(kind.contains("MASK"), F.lit(False)).alias("masking"),
+    )
+
+
+def _input_entry(
+    node: Column, target_field: Column, default: Column, type_ok: Callable[[Column], Column] | None
+) -> Column:
+    given = F.transform(get(node, "$.transformations", "array<variant>"), _transformation)
+    transformations = F.when(F.size(given) > 0, given).otherwise(F.array(default))
+    entry = F.struct(
+        target_field.cast("string").alias("target_field"),
+        get(node, "$.namespace").alias("namespace"),
+        get(node, "$.name").alias("name"),
+        get(node, "$.field").alias("field"),
+        transformations.alias("transformations"),
+    )
+    return entry if type_ok is None else F.when(type_ok(node), entry)
+
+
+def _facet_entries(facet_json: Column, inputs_key: str, dataset_key: str, *, typed: bool) -> Column:
+    """Every input of a facet as ``array<entry>``: field-level (target_field set) then dataset-wide (null)."""
+    v = F.try_parse_json(facet_json)
+    empty = F.array().cast(f"array<{_ENTRY_TYPE}>")
+
+    def type_ok(node: Column) -> Column:
+        # `lineage` facet: inputs may be JOBs (a generator job); only DATASET inputs have columns.
+        return F.coalesce(F.upper(get(node, "$.type")), F.lit("DATASET")) == "DATASET"
+
+    check = type_ok if typed else None
+    fields = F.map_entries(get(v, "$.fields", "map<string,variant>"))
+    field_level = F.flatten(
+        F.transform(
+            fields,
+            lambda e: F.coalesce(
+                F.transform(
+                    get(e["value"], inputs_key, "array<variant>"),
+                    lambda i: _input_entry(i, e["key"], _legacy_transformation(e["value"]), check),
+                ),
+                empty,
+            ),
+        )
+    )
+    # Dataset-wide dependencies (`dataset[]`, openlineage-spark >= 1.23 with datasetLineageEnabled) are
+    # INDIRECT by definition; an entry without transformations gets one INDIRECT of unknown subtype.
+    unknown_indirect = F.struct(
+        F.lit(INDIRECT).alias("type"),
+        F.lit(None).cast("string").alias("subtype"),
+        F.lit(None).cast("string").alias("description"),
+        F.lit(False).alias("masking"),
+    )
+    dataset_level = F.transform(
+        get(v, dataset_key, "array<variant>"),
+        lambda i: _input_entry(i, F.lit(None), unknown_indirect, check),
+    )
+    return F.filter(
+        F.concat(F.coalesce(field_level, empty), F.coalesce(dataset_level, empty)),
+        lambda x: x.isNotNull(),
+    )
+
+
+def _source_ids(frame: DataFrame, aliases: DataFrame, alias_rules: list[tuple[str, str]] | None) -> DataFrame:
+    """Add ``source_dataset_id``: the canonical id of the entry's (namespace, name), as ``run_io`` maps names.
+
+    The reference is normalised like a mention (naming spec) and looked up among the aliases; a name never
+    seen as a dataset gets the id its own node would have (alias rules applied), so it is stable.
+    """
+    keys = aliases.groupBy(
+        F.col("alias_namespace").alias("_src_ns"), F.col("alias_name").alias("_src_n")
+    ).agg(F.min("dataset_id").alias("_alias_id"))
+    normalised = frame.withColumn("_src_ns", normalize_namespace(F.col("_e.namespace"))).withColumn(
+        "_src_n", normalize_name(F.col("_e.name"))
+    )
+    fallback = dataset_id(apply_alias_rules(F.col("_src_ns"), alias_rules), F.col("_src_n"))
+    return normalised.join(keys, ["_src_ns", "_src_n"], "left").withColumn(
+        "source_dataset_id", F.coalesce(F.col("_alias_id"), fallback)
+    )
+
+
+def column_edges(
+    mentions: DataFrame,
+    aliases: DataFrame,
+    *,
+    alias_rules: list[tuple[str, str]] | None = None,
+) -> DataFrame:
+    """Source column -> target column edges through a job, from the column-lineage facets of output datasets.
+
+    Every output dataset mention with a ``columnLineage`` facet (RunEvent and JobEvent outputs) contributes
+    one row per (input field, transformation). Both ends are canonical datasets: the output by its mention (as
+    ``run_io``), an input field by its own namespace/name, normalised, then looked up in ``aliases``.
+
+    Rules:
+
+    - Transformations are kept faithfully: ``transformations`` is the sorted array of the distinct
+      ``(type, subtype, description, masking)`` structs ever reported for the edge (type and subtype
+      upper-cased, ``masking`` false when absent); several on one column pair are all kept.
+    - Legacy facet (1-0-x, no ``transformations`` on the input field): one DIRECT transformation with
+      ``subtype`` = ``transformationType`` upper-cased (IDENTITY -> DIRECT/IDENTITY, TRANSFORMATION ->
+      DIRECT/TRANSFORMATION, AGGREGATION -> DIRECT/AGGREGATION, any other value -> DIRECT/that value),
+      ``description`` = ``transformationDescription``, ``masking`` = the value contains ``MASK`` (1-0-x
+      allowed IDENTITY and MASKED). No ``transformationType`` either: DIRECT with a null subtype (1-0-x
+      listed the fields "used to evaluate" the output field).
+    - Dataset-wide dependencies (``dataset[]``) are edges with ``scope`` = ``dataset`` and a null
+      ``target_field``, never exploded into every output column; an entry without transformations gets one
+      INDIRECT with a null subtype.
+    - Near-cartesian INDIRECT duplicates: openlineage-spark before 1.23 (and later with
+      ``columnLineage.datasetLineageEnabled=false``, the default) repeats every INDIRECT input under every
+      output field (noted in data-rentgen's column-lineage extractor, which drops the target column of every
+      INDIRECT relation instead). Within one facet (one output dataset of one event) with at least two output
+      fields, an INDIRECT transformation of a source column that appears, identical, under every output field
+      is moved to one dataset-scope edge. A dataset-wide dependency affects every column, so nothing is
+      lost; an INDIRECT dependency under only some fields stays field-level.
+    - ``run_count`` counts distinct runs (0 for JobEvent static lineage); ``first_seen``/``last_seen`` are the
+      event times of the facets reporting the edge. Aggregation is by sets and min/max, so duplicated or
+      reordered events give the same rows.
+
+    Args:
+        mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions` (an optional
+            ``lineage`` JSON column with the newer ``lineage`` facet is read too).
+        aliases: output of :func:`~lineage.transforms.model_datasets.dataset_aliases` on the same mentions.
+        alias_rules: the rules ``aliases`` was built with; they give the id of an input dataset no event ever
+            mentioned as a dataset.
+
+    Returns:
+        ``source_dataset_id, source_field, target_dataset_id, target_field (null for dataset scope),
+        job_namespace, job_name, scope (field/dataset), transformations (array of type, subtype, description,
+        masking), is_direct (any DIRECT), subtypes (sorted distinct non-null subtypes), masking (any masked),
+        run_count, first_seen, last_seen``.
+    """
+    facets = canonical_mentions(mentions, aliases).where(F.col("role") == "output")
+    entries = _facet_entries(F.col("column_lineage"), "$.inputFields", "$.dataset", typed=False)
+    if "lineage" in mentions.columns:
+        entries = F.concat(entries, _facet_entries(F.col("lineage"), "$.inputs", "$.inputs", typed=True))
+    rows = (
+        facets.select(
+            # One facet = one output dataset mention of one event (duplicated events share the key).
+            F.struct("event_hash", "raw_namespace", "raw_name").alias("_facet"),
+            "run_id",
+            "event_time",
+            "job_namespace",
+            "job_name",
+            F.col("dataset_id").alias("target_dataset_id"),
+            F.explode(entries).alias("_e"),
+        )
+        .where(
+            F.col("_e.namespace").isNotNull() & F.col("_e.name").isNotNull() & F.col("_e.field").isNotNull()
+        )
+        .transform(lambda df: _source_ids(df, aliases, alias_rules))
+        .select(
+            "_facet",
+            "run_id",
+            "event_time",
+            "job_namespace",
+            "job_name",
+            "source_dataset_id",
+            F.col("_e.field").alias("source_field"),
+            "target_dataset_id",
+            F.col("_e.target_field").alias("target_field"),
+            F.explode("_e.transformations").alias("t"),
+        )
+    )
+    moved = _move_cartesian_indirect(rows)
+    t = F.col("transformations")
+    return (
+        moved.groupBy(*EDGE_KEY, "scope")
+        .agg(
+            F.array_sort(F.collect_set("t")).alias("transformations"),
+            F.count_distinct("run_id").alias("run_count"),
+            F.min("event_time").alias("first_seen"),
+            F.max("event_time").alias("last_seen"),
+        )
+        .select(
+            *EDGE_KEY,
+            "scope",
+            "transformations",
+            F.exists(t, lambda x: x["type"] == DIRECT).alias("is_direct"),
+            F.array_sort(
+                F.array_distinct(F.filter(F.transform(t, lambda x: x["subtype"]), lambda s: s.isNotNull()))
+            ).alias("subtypes"),
+            F.exists(t, lambda x: x["masking"]).alias("masking"),
+            "run_count",
+            "first_seen",
+            "last_seen",
+        )
+    )
+
+
+def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
+    """Add ``scope``; move INDIRECT transformations repeated under every output field to dataset scope.
+
+    See the near-cartesian rule in :func:`column_edges`. Window sets, not counts, so duplicates do not matter.
+    """
+    field_level = F.col("target_field").isNotNull()
+    facet_fields = F.size(
+        F.collect_set(F.when(field_level, F.col("target_field"))).over(Window.partitionBy("_facet"))
+    )
+    same_input = Window.partitionBy("_facet", "source_dataset_id", "source_field", "t")
+    fields_with_it = F.size(F.collect_set(F.when(field_level, F.col("target_field"))).over(same_input))
+    repeated = (
+        field_level & (F.col("t.type") == INDIRECT) & (facet_fields >= 2) & (fields_with_it == facet_fields)
+    )
+    return rows.withColumn("_repeated", repeated).select(
+        "run_id",
+        "event_time",
+        "job_namespace",
+        "job_name",
+        "source_dataset_id",
+        "source_field",
+        "target_dataset_id",
+        F.when(~F.col("_repeated"), F.col("target_field")).alias("target_field"),
+        F.when(F.col("target_field").isNull() | F.col("_repeated"), F.lit(DATASET_SCOPE))
+        .otherwise(F.lit(FIELD_SCOPE))
+        .alias("scope"),
+        "t",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# End-to-end column paths
+
+PATH_KEY = ["target_dataset_id", "target_field", "source_dataset_id", "source_field"]
+
+
+def _path_edges(column_edges: DataFrame) -> DataFrame:
+    return (
+        column_edges.where(F.col("scope") == FIELD_SCOPE)
+        .select(
+            F.col("source_dataset_id").alias("_e_src_ds"),
+            F.col("source_field").alias("_e_src_f"),
+            F.col("target_dataset_id").alias("_e_tgt_ds"),
+            F.col("target_field").alias("_e_tgt_f"),
+            F.col("job_name").alias("_e_job"),
+            F.col("is_direct").alias("_e_direct"),
+        )
+        # A column feeding itself (an in-place update) is no lineage step.
+        .where((F.col("_e_src_ds") != F.col("_e_tgt_ds")) | (F.col("_e_src_f") != F.col("_e_tgt_f")))
+        .distinct()
+    )
+
+
+def _fold_paths(candidates: DataFrame) -> DataFrame:
+    """Per (target, source): the minimum hops; among shortest paths the smallest job list, "some direct"."""
+    return (
+        candidates.groupBy(*PATH_KEY)
+        .agg(
+            F.min(F.struct("hops", "jobs")).alias("_short"),
+            # (hops, not direct) is smallest for a shortest path that is all DIRECT, when there is one.
+            F.min(F.struct(F.col("hops"), (~F.col("all_direct")).alias("indirect"))).alias("_direct"),
+        )
+        .select(
+            *PATH_KEY,
+            F.col("_short.hops").alias("hops"),
+            F.col("_short.jobs").alias("jobs"),
+            (~F.col("_direct.indirect")).alias("all_direct"),
+        )
+    )
+
+
+def extend_column_paths(paths: DataFrame, column_edges: DataFrame, *, hops: int) -> DataFrame:
+    """One round of :func:`column_paths`: extend the paths of exactly ``hops`` edges by one upstream edge.
+
+    The input paths are kept; a (target, source) pair already reached keeps its shorter paths. The plan
+    references ``paths`` once, so rounds chain into a plan that grows linearly.
+
+    Args:
+        paths: output of :func:`column_paths` (``max_depth=hops``) or of the previous round.
+        column_edges: output of :func:`column_edges`.
+        hops: the length of the paths to extend (the frontier).
+
+    Returns:
+        The :func:`column_paths` columns, with paths of up to ``hops + 1`` edges.
+    """
+    return _extend(paths, _path_edges(column_edges), hops)
+
+
+def _extend(paths: DataFrame, edges: DataFrame, hops: int) -> DataFrame:
+    p = paths.alias("p")
+    joined = p.join(
+        edges,
+        (F.col("p.hops") == F.lit(hops))
+        & (F.col("p.source_dataset_id") == F.col("_e_tgt_ds"))
+        & (F.col("p.source_field") == F.col("_e_tgt_f")),
+        "left",
+    )
+    kept = F.struct(*[F.col(f"p.{c}").alias(c) for c in (*PATH_KEY, "hops", "jobs", "all_direct")])
+    # A path never comes back to its own target column (the 2-cycle a -> b -> a gives no a <- a row).
+    back_to_target = (F.col("_e_src_ds") == F.col("p.target_dataset_id")) & (
+        F.col("_e_src_f") == F.col("p.target_field")
+    )
+    extended = F.when(
+        F.col("_e_src_ds").isNotNull() & ~back_to_target,
+        F.struct(
+            F.col("p.target_dataset_id").alias("target_dataset_id"),
+            F.col("p.target_field").alias("target_field"),
+            F.col("_e_src_ds").alias("source_dataset_id"),
+            F.col("_e_src_f").alias("source_field"),
+            F.lit(hops + 1).alias("hops"),
+            F.concat(F.array(F.col("_e_job")), F.col("p.jobs")).alias("jobs"),
+            (F.col("p.all_direct") & F.col("_e_direct")).alias("all_direct"),
+        ),
+    )
+    candidates = joined.select(F.explode(F.array(kept, extended)).alias("c")).where(F.col("c").isNotNull())
+    return _fold_paths(candidates.select("c.*"))
+
+
+def column_paths(
+    column_edges: DataFrame,
+    *,
+    max_depth: int = 20,
+    checkpoint: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
+    """End-to-end column lineage: every upstream column of every target column, up to ``max_depth`` hops.
+
+    Only field-scope edges are followed (a dataset-wide INDIRECT dependency does not name a target column).
+    For each (target column, source column) pair reachable through 1..``max_depth`` edges:
+
+    - ``hops``: the minimum number of edges;
+    - ``jobs``: the job names along one shortest path, from source to target; among several shortest paths
+      the lexicographically smallest list;
+    - ``all_direct``: some shortest path has only DIRECT edges (an edge is DIRECT when any transformation on
+      that column pair is DIRECT), i.e. the source's values flow into the target, not only influence it.
+
+    A column is never its own upstream; cycles are safe because a pair already reached is never reached again
+    with more hops, and a shortest path visits no column twice.
+
+    Algorithm: breadth-first search as iterative DataFrame joins, one round per hop. Round k joins the paths
+    of exactly k edges (the frontier) with the edges reaching their source column, then keeps per (target,
+    source) pair the shortest. Each round is one left join of the previous state with the edges (the
+    frontier condition is in the join, so the state is referenced once and the plan grows linearly with the
+    rounds) and one aggregation. A driver-side graph library (networkx) would need the whole edge set
+    collected into the driver; column graphs of a large estate (every column of every table, every run's
+    facet) do not fit there, while joins scale out with the cluster and run lazily inside the build. The
+    minimum-hops rule makes each round's new pairs the only ones expanded next, so the join grows with the
+    frontier; the aggregation regroups all pairs found so far (at most every (target, upstream) pair).
+    ``column_edges`` appears once per round in the plan: pass it as read back from its table (or
+    checkpointed), not as the lazy plan from the mentions.
+
+    Without ``checkpoint`` the whole search is one lazy plan of ``max_depth`` rounds (no action). A caller
+    with a deep graph can pass ``checkpoint`` (e.g. ``DataFrame.localCheckpoint`` or a write + read of a temp
+    table) to materialise each round; to stop early, drive the rounds with :func:`extend_column_paths` and
+    stop when a round adds no path of ``hops + 1`` edges.
+
+    Args:
+        column_edges: output of :func:`column_edges`.
+        max_depth: maximum number of edges in a path (at least 1).
+        checkpoint: applied to the state after each round.
+
+    Returns:
+        ``target_dataset_id, target_field, source_dataset_id, source_field, hops, jobs (array of job names,
+        source to target), all_direct``.
+    """
+    if max_depth < 1:
+        raise ValueError(f"max_depth must be at least 1, got {max_depth}")
+    edges = _path_edges(column_edges)
+    paths = _fold_paths(
+        edges.select(
+            F.col("_e_tgt_ds").alias("target_dataset_id"),
+            F.col("_e_tgt_f").alias("target_field"),
+            F.col("_e_src_ds").alias("source_dataset_id"),
+            F.col("_e_src_f").alias("source_field"),
+            F.lit(1).alias("hops"),
+            F.array(F.col("_e_job")).alias("jobs"),
+            F.col("_e_direct").alias("all_direct"),
+        )
+    )
+    if checkpoint is not None:
+        paths = checkpoint(paths)
+    for hops in range(1, max_depth):
+        paths = _extend(paths, edges, hops)
+        if checkpoint is not None:
+            paths = checkpoint(paths)
+    return paths

@@ -1,0 +1,84 @@
+"""End to end with a real producer: a PySpark job with the OpenLineage Spark listener -> Kafka -> ingestion
+-> Iceberg -> build -> column edges and paths."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lineage.build.model_build import build_lineage
+from lineage.ingest.stream import run_ingest
+from lineage.io.catalog import open_catalog
+from lineage.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+def test_spark_listener_events_become_column_lineage(
+    spark: SparkSession, own_lake: Settings, tmp_path: Path
+) -> None:
+    shop = tmp_path / "shop"
+    producer = subprocess.run(
+        [
+            sys.executable,
+            "tests/producers/spark_orders_report.py",
+            "--bootstrap",
+            own_lake.kafka.bootstrap_servers,
+            "--topic",
+            own_lake.kafka.topic,
+            "--warehouse",
+            str(shop),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        timeout=600,
+    )
+    assert producer.returncode == 0, producer.stderr[-3000:]
+
+    progress = run_ingest(spark, own_lake, trigger="availableNow")
+    build_lineage(spark, own_lake, now=NOW)
+
+    assert progress.rows_in > 10 and progress.rejected == 0
+    catalog = open_catalog(own_lake.catalog)
+    ids = {
+        (d["namespace"], d["name"]): d["dataset_id"]
+        for d in catalog.load_table("lineage.datasets").scan().to_arrow().to_pylist()
+    }
+    orders, customers, revenue = (
+        ids[("file", str(shop / "db" / t))] for t in ("orders", "customers", "revenue_by_country")
+    )
+    runs = catalog.load_table("lineage.runs").scan().to_arrow().to_pylist()
+    app = next(r for r in runs if r["job_name"] == "orders_report")
+    children = [r for r in runs if r["job_name"].startswith("orders_report.")]
+    assert app["reported_state"] == "COMPLETE" and children
+    assert {(r["parent_run_id"], r["reported_state"]) for r in children} == {(app["run_id"], "COMPLETE")}
+
+    edges = catalog.load_table("lineage.column_edges").scan().to_arrow().to_pylist()
+    into_revenue = {
+        (e["source_dataset_id"], e["source_field"], e["target_field"]): e
+        for e in edges
+        if e["target_dataset_id"] == revenue
+    }
+    aggregated = into_revenue[(orders, "price", "revenue")]
+    assert aggregated["is_direct"] and aggregated["subtypes"] == ["AGGREGATION"]
+    assert into_revenue[(customers, "country", "country")]["subtypes"] == ["IDENTITY"]
+    indirect = {(s, f): sorted(e["subtypes"]) for (s, f, t), e in into_revenue.items() if t is None}
+    assert indirect[(orders, "customer_id")] == ["FILTER", "JOIN"]
+    assert indirect[(customers, "customer_id")] == ["FILTER", "JOIN"]
+    assert indirect[(customers, "country")] == ["GROUP_BY"]
+    assert indirect[(orders, "status")] == ["FILTER"]
+
+    paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
+    assert {
+        (p["source_dataset_id"], p["source_field"], p["hops"], p["all_direct"])
+        for p in paths
+        if (p["target_dataset_id"], p["target_field"]) == (revenue, "revenue")
+    } == {(orders, "price", 1, True)}
