@@ -24,6 +24,7 @@ import random
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
@@ -150,29 +151,31 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
     t = base_time
     out: list[DemoEvent] = []
 
+    def add(label: str, *args: Any, **kwargs: Any) -> None:
+        out.append(DemoEvent(_event(*args, **kwargs), label))
+
     # Kafka Connect: source connector writing the orders topic; S3 sink archiving it.
     connect = _job_type("STREAMING", "KAFKA_CONNECT", "SOURCE_CONNECTOR")
     source_job = Job(namespace=LAB_NAMESPACE, name="orders-source", facets=connect)
     source_run = ids.v4()
     orders_out = OutputDataset(namespace=KAFKA, name="orders", facets={"schema": _schema(ORDER_FIELDS)})
-    out.append(
-        DemoEvent(
-            _event(RunState.START, t, source_run, source_job, PRODUCER_CONNECT, outputs=[orders_out]),
-            "orders-source START",
-        )
+    add(
+        "orders-source START",
+        RunState.START,
+        t,
+        source_run,
+        source_job,
+        PRODUCER_CONNECT,
+        outputs=[orders_out],
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.COMPLETE,
-                t + timedelta(hours=2),
-                source_run,
-                source_job,
-                PRODUCER_CONNECT,
-                outputs=[orders_out],
-            ),
-            "orders-source COMPLETE",
-        )
+    add(
+        "orders-source COMPLETE",
+        RunState.COMPLETE,
+        t + timedelta(hours=2),
+        source_run,
+        source_job,
+        PRODUCER_CONNECT,
+        outputs=[orders_out],
     )
     sink_job = Job(
         namespace=LAB_NAMESPACE,
@@ -183,33 +186,25 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
     archive = OutputDataset(namespace="s3://orders-archive", name="topics/orders")
     # The sink connector knows the cluster by another bootstrap address: same topic, other namespace.
     sink_in = _orders_topic(KAFKA_ALIAS)
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.START,
-                t + timedelta(minutes=1),
-                sink_run,
-                sink_job,
-                PRODUCER_CONNECT,
-                inputs=[sink_in],
-                outputs=[archive],
-            ),
-            "orders-s3-sink START",
-        )
+    add(
+        "orders-s3-sink START",
+        RunState.START,
+        t + timedelta(minutes=1),
+        sink_run,
+        sink_job,
+        PRODUCER_CONNECT,
+        inputs=[sink_in],
+        outputs=[archive],
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.COMPLETE,
-                t + timedelta(hours=2),
-                sink_run,
-                sink_job,
-                PRODUCER_CONNECT,
-                inputs=[sink_in],
-                outputs=[archive],
-            ),
-            "orders-s3-sink COMPLETE",
-        )
+    add(
+        "orders-s3-sink COMPLETE",
+        RunState.COMPLETE,
+        t + timedelta(hours=2),
+        sink_run,
+        sink_job,
+        PRODUCER_CONNECT,
+        inputs=[sink_in],
+        outputs=[archive],
     )
 
     # Flink 1.x DataStream job: START, RUNNING every trackingInterval (60 s), then silence.
@@ -234,36 +229,28 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
     )
     engine1 = {"processing_engine": _engine("flink", "1.20.1", "1.15.0")}
     start1 = t + timedelta(minutes=5)
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.START,
-                start1,
-                flink1_run,
-                flink1,
-                PRODUCER_FLINK1,
-                run_facets=engine1,
-                inputs=[_orders_topic()],
-                outputs=[stats_topic],
-            ),
-            "supplier-stats START",
-        )
+    add(
+        "supplier-stats START",
+        RunState.START,
+        start1,
+        flink1_run,
+        flink1,
+        PRODUCER_FLINK1,
+        run_facets=engine1,
+        inputs=[_orders_topic()],
+        outputs=[stats_topic],
     )
     for beat in range(1, 6):
-        out.append(
-            DemoEvent(
-                _event(
-                    RunState.RUNNING,
-                    start1 + timedelta(seconds=60 * beat),
-                    flink1_run,
-                    flink1,
-                    PRODUCER_FLINK1,
-                    run_facets=engine1,
-                    inputs=[_orders_topic()],
-                    outputs=[stats_topic],
-                ),
-                f"supplier-stats RUNNING #{beat}",
-            )
+        add(
+            f"supplier-stats RUNNING #{beat}",
+            RunState.RUNNING,
+            start1 + timedelta(seconds=60 * beat),
+            flink1_run,
+            flink1,
+            PRODUCER_FLINK1,
+            run_facets=engine1,
+            inputs=[_orders_topic()],
+            outputs=[stats_topic],
         )
 
     # Flink 2.x Table API job: datasets on START only; RUNNING on checkpoints; ABORT when cancelled.
@@ -313,47 +300,35 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
             ),
         },
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.START,
-                start2,
-                flink2_run,
-                flink2,
-                PRODUCER_FLINK2,
-                run_facets=engine2,
-                inputs=[_orders_topic(symlink="default_catalog.default_database.orders")],
-                outputs=[iceberg_out],
-            ),
-            "iceberg-ingestion START",
-        )
+    add(
+        "iceberg-ingestion START",
+        RunState.START,
+        start2,
+        flink2_run,
+        flink2,
+        PRODUCER_FLINK2,
+        run_facets=engine2,
+        inputs=[_orders_topic(symlink="default_catalog.default_database.orders")],
+        outputs=[iceberg_out],
     )
     for beat in range(1, 4):
-        out.append(
-            DemoEvent(
-                _event(
-                    RunState.RUNNING,
-                    start2 + timedelta(minutes=beat),
-                    flink2_run,
-                    flink2,
-                    PRODUCER_FLINK2,
-                    run_facets=engine2,
-                ),
-                f"iceberg-ingestion RUNNING #{beat}",
-            )
+        add(
+            f"iceberg-ingestion RUNNING #{beat}",
+            RunState.RUNNING,
+            start2 + timedelta(minutes=beat),
+            flink2_run,
+            flink2,
+            PRODUCER_FLINK2,
+            run_facets=engine2,
         )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.ABORT,
-                start2 + timedelta(hours=1, minutes=50),
-                flink2_run,
-                flink2,
-                PRODUCER_FLINK2,
-                run_facets=engine2,
-            ),
-            "iceberg-ingestion ABORT",
-        )
+    add(
+        "iceberg-ingestion ABORT",
+        RunState.ABORT,
+        start2 + timedelta(hours=1, minutes=50),
+        flink2_run,
+        flink2,
+        PRODUCER_FLINK2,
+        run_facets=engine2,
     )
 
     # Spark application: parent run + one child run per action (create table, overwrite).
@@ -363,11 +338,14 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
     app_run = ids.v4()
     app_start = t + timedelta(hours=2, minutes=10)
     engine3 = {"processing_engine": _engine("spark", "3.5.5", "1.53.0")}
-    out.append(
-        DemoEvent(
-            _event(RunState.START, app_start, app_run, app_job, PRODUCER_SPARK, run_facets=engine3),
-            "supplier_stats_app START",
-        )
+    add(
+        "supplier_stats_app START",
+        RunState.START,
+        app_start,
+        app_run,
+        app_job,
+        PRODUCER_SPARK,
+        run_facets=engine3,
     )
     parent = parent_run.ParentRunFacet(
         run=parent_run.Run(runId=app_run),
@@ -393,19 +371,15 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         namespace=WAREHOUSE, name="default.db/supplier_stats", facets={"schema": _schema(stats_fields)}
     )
     for state, minutes in ((RunState.START, 1), (RunState.COMPLETE, 2)):
-        out.append(
-            DemoEvent(
-                _event(
-                    state,
-                    app_start + timedelta(minutes=minutes),
-                    create_run,
-                    create_job,
-                    PRODUCER_SPARK,
-                    run_facets={"parent": parent, **engine3},
-                    outputs=[created],
-                ),
-                f"create_table {state.value}",
-            )
+        add(
+            f"create_table {state.value}",
+            state,
+            app_start + timedelta(minutes=minutes),
+            create_run,
+            create_job,
+            PRODUCER_SPARK,
+            run_facets={"parent": parent, **engine3},
+            outputs=[created],
         )
     overwrite_job = Job(
         namespace=LAB_NAMESPACE,
@@ -473,20 +447,16 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         },
     )
     for state, minutes in ((RunState.START, 3), (RunState.COMPLETE, 5)):
-        out.append(
-            DemoEvent(
-                _event(
-                    state,
-                    app_start + timedelta(minutes=minutes),
-                    overwrite_run,
-                    overwrite_job,
-                    PRODUCER_SPARK,
-                    run_facets={"parent": parent, **engine3},
-                    inputs=[iceberg_in],
-                    outputs=[stats_out],
-                ),
-                f"overwrite {state.value}",
-            )
+        add(
+            f"overwrite {state.value}",
+            state,
+            app_start + timedelta(minutes=minutes),
+            overwrite_run,
+            overwrite_job,
+            PRODUCER_SPARK,
+            run_facets={"parent": parent, **engine3},
+            inputs=[iceberg_in],
+            outputs=[stats_out],
         )
     # A failed retry of the same action an hour later, with the errorMessage facet.
     failed_run = ids.v4()
@@ -495,44 +465,32 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         programmingLanguage="python",
         stackTrace="pyspark.errors.exceptions.captured.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] ...",
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.START,
-                app_start + timedelta(hours=1),
-                failed_run,
-                overwrite_job,
-                PRODUCER_SPARK,
-                run_facets={"parent": parent, **engine3},
-            ),
-            "overwrite retry START",
-        )
+    add(
+        "overwrite retry START",
+        RunState.START,
+        app_start + timedelta(hours=1),
+        failed_run,
+        overwrite_job,
+        PRODUCER_SPARK,
+        run_facets={"parent": parent, **engine3},
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.FAIL,
-                app_start + timedelta(hours=1, minutes=1),
-                failed_run,
-                overwrite_job,
-                PRODUCER_SPARK,
-                run_facets={"parent": parent, "errorMessage": error, **engine3},
-            ),
-            "overwrite retry FAIL",
-        )
+    add(
+        "overwrite retry FAIL",
+        RunState.FAIL,
+        app_start + timedelta(hours=1, minutes=1),
+        failed_run,
+        overwrite_job,
+        PRODUCER_SPARK,
+        run_facets={"parent": parent, "errorMessage": error, **engine3},
     )
-    out.append(
-        DemoEvent(
-            _event(
-                RunState.COMPLETE,
-                app_start + timedelta(hours=1, minutes=2),
-                app_run,
-                app_job,
-                PRODUCER_SPARK,
-                run_facets=engine3,
-            ),
-            "supplier_stats_app COMPLETE",
-        )
+    add(
+        "supplier_stats_app COMPLETE",
+        RunState.COMPLETE,
+        app_start + timedelta(hours=1, minutes=2),
+        app_run,
+        app_job,
+        PRODUCER_SPARK,
+        run_facets=engine3,
     )
     return out
 
