@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from lineage.settings import Settings
+from lineage.settings import CatalogSettings, Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,16 @@ def _artifact(jar_name: str) -> str:
     return match.group("artifact") if match else jar_name.removesuffix(".jar")
 
 
+def catalog_conf(catalog: CatalogSettings) -> dict[str, str]:
+    """The ``spark.sql.catalog.<name>*`` properties that register the Iceberg catalog in a session."""
+    # Other processes (the ingestion, other builds, pyiceberg writers) commit to the same tables; a cached
+    # table would serve a stale snapshot to this session, so load the current metadata on every access.
+    props = {f"spark.sql.catalog.{catalog.name}": "org.apache.iceberg.spark.SparkCatalog"}
+    for key, value in {"cache-enabled": "false", **catalog.spark_properties()}.items():
+        props[f"spark.sql.catalog.{catalog.name}.{key}"] = value
+    return props
+
+
 def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
     """Every property the session starts with, lowest precedence first."""
     props: dict[str, str] = {}
@@ -64,13 +74,7 @@ def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
         props["spark.jars"] = ",".join(jars)
         # JDBC's DriverManager only sees drivers on the system class path (SQLite catalog).
         props["spark.driver.extraClassPath"] = ":".join(jars)
-    catalog = settings.catalog
-    props[f"spark.sql.catalog.{catalog.name}"] = "org.apache.iceberg.spark.SparkCatalog"
-    # Other processes (the ingestion, the CLI's close-run, other builds) commit to the same tables; a cached
-    # table would serve a stale snapshot to this session, so load the current metadata on every access.
-    catalog_props = {"cache-enabled": "false", **catalog.spark_properties()}
-    for key, value in catalog_props.items():
-        props[f"spark.sql.catalog.{catalog.name}.{key}"] = value
+    props.update(catalog_conf(settings.catalog))
     props.update(settings.spark.conf)
     return props
 
@@ -93,8 +97,6 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
 def main(argv: list[str] | None = None) -> int:
     """Print the extra jars for spark-submit: ``--jars`` (comma-separated) or ``--classpath`` (colon)."""
     import argparse
-
-    from lineage.settings import load_settings
 
     parser = argparse.ArgumentParser(prog="python -m lineage.spark", description=main.__doc__)
     parser.add_argument("format", choices=["jars", "classpath"])

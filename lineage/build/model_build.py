@@ -79,14 +79,12 @@ class _Build:
         self.spark = spark
         self.settings = settings
         self.now = now
-        catalog = settings.catalog
-        self.raw = catalog.events_table
-        self._table = lambda name: catalog.table(catalog.lineage_namespace, name)
-        fault = os.environ.get(FAULT_ENV)
-        self._fault = fault or None
+        self.raw = settings.catalog.events_table
+        self._fault = os.environ.get(FAULT_ENV) or None
 
     def t(self, name: str) -> str:
-        return self._table(name)
+        """Full name of a ``lineage`` table, e.g. ``lake.lineage.runs``."""
+        return self.settings.catalog.table(self.settings.catalog.lineage_namespace, name)
 
     def step_done(self, step: str) -> None:
         log.info("build step %s committed", step)
@@ -109,13 +107,13 @@ class _Build:
         )
         return int(row[0]) if row else None
 
-    def record(self, mode: str, previous: int | None, current: int, new_events: int, full: bool) -> None:
+    def record(self, mode: str, previous: int | None, current: int, new_events: int) -> None:
         row = self.spark.createDataFrame(
             [(current, previous, mode, new_events, datetime.now(UTC), self.now)],
             "raw_snapshot_id bigint, previous_snapshot_id bigint, mode string, new_events bigint, "
             "built_at timestamp, reference_time timestamp",
         )
-        if full or not lake.table_exists(self.spark, self.t(STATE_TABLE)):
+        if mode == "full" or not lake.table_exists(self.spark, self.t(STATE_TABLE)):
             lake.replace_table(row, self.t(STATE_TABLE))
         else:
             lake.append(row, self.t(STATE_TABLE))
@@ -271,7 +269,7 @@ def build_lineage(
         new_events = new.count()
         build.incremental(everything, new, previous)
     build.derived()
-    build.record(mode, previous, current, new_events, full=mode == "full")
+    build.record(mode, previous, current, new_events)
     everything.unpersist()
     seconds = time.monotonic() - started
     log.info("%s build of %d new events up to raw snapshot %s in %.1f s", mode, new_events, current, seconds)
