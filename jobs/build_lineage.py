@@ -11,7 +11,8 @@ import logging
 import sys
 from datetime import datetime
 
-from lineage.build.model_build import BuildError, build_lineage
+from lineage.build.model_build import BuildError
+from lineage.instrument import observed_build
 from lineage.settings import load_settings
 from lineage.spark import build_session
 
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     spark = build_session(settings, "build-lineage")
     try:
-        result = build_lineage(spark, settings, full_refresh=args.full_refresh, now=args.now)
+        result = observed_build(spark, settings, full_refresh=args.full_refresh, now=args.now)
     except BuildError as exc:
         print(f"build_lineage: {exc}", file=sys.stderr)
         return 2

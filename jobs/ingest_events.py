@@ -10,7 +10,7 @@ import argparse
 import logging
 import sys
 
-from lineage.ingest.stream import run_ingest
+from lineage.instrument import observed_ingest
 from lineage.settings import load_settings
 from lineage.spark import build_session
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"kafka": {"topic": args.topic}} if args.topic else {}
     settings = load_settings(**overrides)
     spark = build_session(settings, "ingest-events")
-    progress = run_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
+    progress = observed_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
     logging.getLogger("ingest_events").info(
         "done: %d batches, %d messages read, %d landed, %d rejected, %d already landed",
         progress.batches,

@@ -148,6 +148,18 @@ class LocalKafkaSettings(_Section):
     heap: str = "512m"
 
 
+class OpenLineageSettings(_Section):
+    """Our own jobs' OpenLineage events (lineage.observe) and the CLI's close-run."""
+
+    enabled: bool = True
+    namespace: str = "lineage-lakehouse"  # job namespace of our jobs
+    # Used when openlineage-python finds no configuration of its own (OPENLINEAGE_CONFIG,
+    # ./openlineage.yml, ~/.openlineage/openlineage.yml, OPENLINEAGE__* or OPENLINEAGE_URL variables).
+    config: Path | None = Path("conf/openlineage.yml")
+    running_interval_seconds: float = Field(default=60, gt=0)  # RUNNING events of the streaming ingestion
+    emit_timeout_seconds: float = Field(default=10, gt=0)  # longest wait for the transport at job end
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LINEAGE__",
@@ -162,6 +174,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
+    openlineage: OpenLineageSettings = Field(default_factory=OpenLineageSettings)
 
     @field_validator("ingest")
     @classmethod
@@ -189,7 +202,8 @@ class Settings(BaseSettings):
         data = self.model_dump()
         for section, keys in _PATH_FIELDS.items():
             for key in keys:
-                data[section][key] = Path(data[section][key]).expanduser().resolve()
+                if data[section][key] is not None:
+                    data[section][key] = Path(data[section][key]).expanduser().resolve()
         return Settings.model_validate(data)
 
 
@@ -198,6 +212,7 @@ _PATH_FIELDS = {
     "spark": ("defaults_file",),
     "ingest": ("checkpoint",),
     "local_kafka": ("data_dir", "jars_dir"),
+    "openlineage": ("config",),
 }
 
 

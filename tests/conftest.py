@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
+# Our jobs report themselves through openlineage-python (lineage.observe). In tests that is off unless a
+# test turns it on with its own transport: job subprocesses must not send to a developer's local broker.
+os.environ.setdefault("LINEAGE__OPENLINEAGE__ENABLED", "false")
+
 pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.kafka",
     "tests.fixtures.lake",
+    "tests.fixtures.pipeline",
 ]

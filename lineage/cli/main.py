@@ -1,0 +1,509 @@
+"""``lineage``: ask the lineage tables questions, close stuck runs, draw the graph. No JVM: pyiceberg only.
+
+Every query command prints a human-readable table, or JSON with ``--json``. Errors are one line on
+stderr and a non-zero exit (2: the question cannot be answered, 1: sending or writing failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from lineage.cli import output
+from lineage.cli.store import (
+    BOTH,
+    DATASET,
+    DOWNSTREAM,
+    JOB,
+    TERMINAL_STATES,
+    UPSTREAM,
+    WHOLE_DATASET,
+    LineageStore,
+    LookupError_,
+    Node,
+    Traversal,
+    parse_time,
+)
+
+STATE_NAMES = {
+    "running": "RUNNING",
+    "lost": "LOST",
+    "failed": "FAIL",
+    "fail": "FAIL",
+    "complete": "COMPLETE",
+    "completed": "COMPLETE",
+    "aborted": "ABORT",
+    "abort": "ABORT",
+    "start": "START",
+    "started": "START",
+    "other": "OTHER",
+}
+DEFAULT_DEPTH = 10
+FORMATS = ["html", "dot", "mermaid", "json"]
+
+
+class Context:
+    def __init__(self, config: str | None) -> None:
+        self.config = config
+        self._store: LineageStore | None = None
+
+    @property
+    def store(self) -> LineageStore:
+        if self._store is None:
+            self._store = LineageStore(self.settings())
+        return self._store
+
+    def settings(self) -> Any:
+        if self.config:
+            os.environ["LINEAGE_CONFIG"] = self.config
+        from pydantic import ValidationError
+
+        from lineage.settings import load_settings
+
+        try:
+            return load_settings()
+        except (ValidationError, FileNotFoundError, ValueError) as exc:
+            message = str(exc).strip().splitlines()
+            raise LookupError_(f"bad settings: {' '.join(message[:3])}") from exc
+
+
+pass_context = click.make_pass_decorator(Context)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def _time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
+    return parse_time(value) if value else None
+
+
+depth_option = click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="Hops to follow (dataset -> job is one hop, dataset -> job -> dataset two).",
+)
+as_of_option = click.option(
+    "--as-of", callback=_time, help="Keep only edges first seen by then (ISO-8601 or 2h, 7d ago)."
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.option(
+    "--config", envvar="LINEAGE_CONFIG", help="Settings file (default conf/lineage.toml; env LINEAGE_CONFIG)."
+)
+@click.version_option(package_name="lineage-lakehouse")
+@click.pass_context
+def cli(ctx: click.Context, config: str | None) -> None:
+    """Query the lineage lakehouse (lake.lineage.*) without Spark."""
+    ctx.obj = Context(config)
+
+
+def _traversal_command(direction: str) -> Callable[..., None]:
+    @click.argument("node")
+    @depth_option
+    @as_of_option
+    @click.option("--columns", is_flag=True, help="Also follow column lineage.")
+    @json_option
+    @pass_context
+    def command(
+        ctx: Context, node: str, depth: int, as_of: datetime | None, columns: bool, as_json: bool
+    ) -> None:
+        store = ctx.store
+        root, field_name = store.resolve_field(node) if columns else (store.resolve(node), None)
+        walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns, field_name=field_name)
+        if as_json:
+            output.emit_json(traversal_json(store, walk, as_of))
+        else:
+            output.print_traversal(store, walk, as_of)
+
+    command.__doc__ = (
+        f"Everything {direction} of NODE: a job or a dataset under any of its names (aliases resolve to "
+        "the canonical dataset)."
+    )
+    return command
+
+
+cli.command("upstream")(_traversal_command(UPSTREAM))
+cli.command("downstream")(_traversal_command(DOWNSTREAM))
+
+
+@cli.command()
+@click.argument("target", metavar="DATASET[.FIELD]")
+@click.option("--depth", type=click.IntRange(min=1), default=None, help="Hops to follow (default: all).")
+@as_of_option
+@json_option
+@pass_context
+def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None, as_json: bool) -> None:
+    """Everything downstream of a dataset (or one of its fields) that a change would affect."""
+    store = ctx.store
+    root, field_name = store.resolve_field(target)
+    if root.kind != DATASET:
+        raise LookupError_(f"{target!r} is a job; impact starts from a dataset or a dataset field")
+    walk = store.traverse(root, DOWNSTREAM, depth, as_of=as_of, columns=True, field_name=field_name)
+    if field_name is not None:  # a field: only what its column lineage reaches
+        reached = {f.dataset for f in walk.columns} | {root}
+        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == JOB or n in reached}
+        jobs = {(e["job_namespace"], e["job_name"]) for e in walk.column_edges}
+        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == DATASET or (n.namespace, n.name) in jobs}
+    data = impact_json(store, walk, field_name)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_impact(data)
+
+
+@cli.command()
+@click.option("--job", help="Only this job's runs (namespace/name, or a unique name).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    help="running, lost, failed, complete, aborted, start, other (repeatable; the inferred state).",
+)
+@click.option("--since", callback=_time, help="Runs with an event since then (ISO-8601 or 2h, 7d ago).")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+@pass_context
+def runs(
+    ctx: Context, job: str | None, states: Sequence[str], since: datetime | None, limit: int, as_json: bool
+) -> None:
+    """Runs, newest first, with their reported and inferred (stuck = LOST) state."""
+    wanted = []
+    for state in states:
+        name = STATE_NAMES.get(state.strip().lower())
+        if name is None:
+            raise LookupError_(f"unknown state {state!r}: use one of {', '.join(sorted(set(STATE_NAMES)))}")
+        wanted.append(name)
+    rows = ctx.store.runs(job=job, states=wanted, since=since, limit=limit)
+    if as_json:
+        output.emit_json([run_json(r) for r in rows])
+    else:
+        output.print_runs(rows)
+
+
+@cli.command()
+@click.argument("run_id")
+@json_option
+@pass_context
+def run(ctx: Context, run_id: str, as_json: bool) -> None:
+    """One run: state and liveness, timing, error, child runs and the datasets it read and wrote."""
+    store = ctx.store
+    row = store.run(run_id)
+    data = {
+        **run_json(row),
+        "children": [run_json(c) for c in store.children(row["run_id"])],
+        "datasets": [
+            {
+                "dataset": d["dataset"],
+                "direction": d["direction"],
+                "row_count": d["row_count"],
+                "first_seen": output.iso(d["first_seen"]),
+                "last_seen": output.iso(d["last_seen"]),
+            }
+            for d in store.run_datasets(row["run_id"])
+        ],
+    }
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_run(data)
+
+
+@cli.command("close-run")
+@click.argument("run_id")
+@click.option("--state", type=click.Choice(["ABORT", "FAIL"], case_sensitive=False), required=True)
+@click.option("--reason", help="Why (sent as the errorMessage facet).")
+@click.option("--force", is_flag=True, help="Send even if the run already reported a terminal state.")
+@json_option
+@pass_context
+def close_run(ctx: Context, run_id: str, state: str, reason: str | None, force: bool, as_json: bool) -> None:
+    """Send a real OpenLineage ABORT/FAIL event for a stuck run through the configured transport.
+
+    The raw event log stays the source of truth: the next build shows the run closed.
+    """
+    from lineage.cli.close import close_event
+    from lineage.observe import send_now
+
+    store = ctx.store
+    row = store.run(run_id)
+    if row["reported_state"] in TERMINAL_STATES and not force:
+        raise LookupError_(
+            f"run {row['run_id']} already reported {row['reported_state']}; use --force to send anyway"
+        )
+    event = close_event(row, state.upper(), reason)
+    try:
+        send_now(event, store.settings.openlineage)
+    except Exception as exc:
+        raise SendFailed(f"could not send the {state.upper()} event: {exc}") from exc
+    from openlineage.client.serde import Serde
+
+    if as_json:
+        sent = json.loads(Serde.to_json(event))
+        output.emit_json({"run_id": row["run_id"], "state": state.upper(), "event": sent})
+    else:
+        click.echo(
+            f"sent {state.upper()} for run {row['run_id']} ({row['job_namespace']}/{row['job_name']}); "
+            "the next build shows it closed"
+        )
+
+
+@cli.command()
+@click.argument("node")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="html", show_default=True)
+@click.option(
+    "-o", "--output", "path", type=click.Path(dir_okay=False, path_type=Path), help="File (default: stdout)."
+)
+@depth_option
+@click.option("--direction", type=click.Choice([UPSTREAM, DOWNSTREAM, BOTH]), default=BOTH, show_default=True)
+@as_of_option
+@click.option("--columns", is_flag=True, help="Include column lineage (the html page always has it).")
+@pass_context
+def graph(
+    ctx: Context,
+    node: str,
+    fmt: str,
+    path: Path | None,
+    depth: int,
+    direction: str,
+    as_of: datetime | None,
+    columns: bool,
+) -> None:
+    """Draw the lineage around NODE: a self-contained offline HTML page, Graphviz dot, Mermaid or JSON."""
+    from lineage.graph.render import render
+
+    store = ctx.store
+    root = store.resolve(node)
+    walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns or fmt == "html")
+    text = render(graph_dict(store, walk), fmt)
+    if path is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise SendFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {path} ({len(walk.hops)} nodes, {len(walk.edges)} edges, {fmt})")
+
+
+class SendFailed(Exception):
+    """Sending an event or writing a file failed (exit 1)."""
+
+
+# -- JSON shapes -------------------------------------------------------------------------------------------
+def node_json(store: LineageStore, node: Node) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": node.id,
+        "kind": node.kind,
+        "namespace": node.namespace,
+        "name": node.name,
+        "label": node.label,
+    }
+    if node.kind == JOB:
+        summary = store.job_summary.get((node.namespace, node.name), {})
+        data["state"] = summary.get("last_run_state")
+        data["last_run_id"] = summary.get("last_run_id")
+    return data
+
+
+def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None) -> dict[str, Any]:
+    nodes = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].kind, item[0].label))
+    data: dict[str, Any] = {
+        "root": node_json(store, walk.root),
+        "direction": walk.direction,
+        "depth": walk.depth,
+        "as_of": output.iso(as_of),
+        "nodes": [{**node_json(store, n), "hops": h} for n, h in nodes if n != walk.root],
+        "edges": sorted((edge_json(*edge) for edge in walk.edges), key=lambda e: (e["source"], e["target"])),
+    }
+    if walk.columns or walk.column_edges:
+        data["columns"] = [
+            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
+            for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
+        ]
+        data["column_edges"] = [column_edge_json(store, e) for e in walk.column_edges]
+    return data
+
+
+def edge_json(dataset: Node, job: Node, kind: str) -> dict[str, str]:
+    """A dataset -> job (input) or job -> dataset (output) edge."""
+    source, target = (dataset, job) if kind == "input" else (job, dataset)
+    return {"source": source.id, "target": target.id, "kind": kind}
+
+
+def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any]:
+    source = store.dataset_nodes.get(edge["source_dataset_id"])
+    target = store.dataset_nodes.get(edge["target_dataset_id"])
+    return {
+        "source": source.label if source else edge["source_dataset_id"],
+        "source_field": edge["source_field"] or WHOLE_DATASET,
+        "target": target.label if target else edge["target_dataset_id"],
+        "target_field": edge["target_field"] or WHOLE_DATASET,
+        "job": f"{edge['job_namespace']}/{edge['job_name']}",
+        "direct": edge["is_direct"],
+        "subtypes": list(edge["subtypes"] or []),
+    }
+
+
+def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) -> dict[str, Any]:
+    ordered = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label))
+    return {
+        "root": {**node_json(store, walk.root), "field": field_name},
+        "depth": walk.depth,
+        "datasets": [
+            {"dataset": n.label, "id": n.id, "hops": h}
+            for n, h in ordered
+            if n.kind == DATASET and n != walk.root
+        ],
+        "jobs": [{**node_json(store, n), "hops": h} for n, h in ordered if n.kind == JOB],
+        "columns": [
+            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
+            for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
+        ],
+    }
+
+
+RUN_FIELDS = (
+    "run_id",
+    "job_namespace",
+    "job_name",
+    "reported_state",
+    "inferred_state",
+    "liveness_reason",
+    "started_at",
+    "ended_at",
+    "last_event_at",
+    "duration_seconds",
+    "parent_run_id",
+    "parent_job_namespace",
+    "parent_job_name",
+    "root_run_id",
+    "error_message",
+    "processing_engine_name",
+    "processing_engine_version",
+    "event_count",
+    "silent_seconds",
+    "threshold_seconds",
+)
+
+
+def run_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: output.iso(row.get(key)) for key in RUN_FIELDS}
+
+
+def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
+    """The renderer's input (see lineage.graph.render)."""
+    nodes = []
+    for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
+        entry: dict[str, Any] = {
+            "id": node.id,
+            "kind": node.kind,
+            "namespace": node.namespace,
+            "name": node.name,
+            "label": node.name if node.kind == JOB else node.label,
+            "hops": hops,
+            "state": None,
+            "fields": [],
+            "details": {},
+        }
+        if node.kind == JOB:
+            summary = store.job_summary.get((node.namespace, node.name), {})
+            job = store.jobs.get((node.namespace, node.name), {})
+            entry["state"] = summary.get("last_run_state")
+            entry["details"] = {
+                "latest run": summary.get("last_run_id"),
+                "latest run reported": summary.get("last_run_reported_state"),
+                "runs": summary.get("run_count"),
+                "lost runs": summary.get("lost_runs"),
+                "failed runs": summary.get("failed_runs"),
+                "integration": job.get("integration"),
+                "processing": job.get("processing_type"),
+            }
+        else:
+            row = store.datasets.get(node.dataset_id or "", {})
+            entry["fields"] = [
+                {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
+            ]
+            entry["details"] = {
+                "aliases": sorted(
+                    f"{a['alias_namespace']}/{a['alias_name']} ({a['alias_kind']})"
+                    for a in store.aliases
+                    if a["dataset_id"] == node.dataset_id
+                    and (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
+                ),
+                "first seen": output.iso(row.get("first_seen")),
+                "last seen": output.iso(row.get("last_seen")),
+            }
+        entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
+        nodes.append(entry)
+    edges = [edge_json(*edge) for edge in sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))]
+    column_edges = []
+    for edge in walk.column_edges:
+        source = store.dataset_nodes.get(edge["source_dataset_id"])
+        target = store.dataset_nodes.get(edge["target_dataset_id"])
+        if source is None or target is None or source not in walk.hops or target not in walk.hops:
+            continue
+        if edge["source_field"] is None or edge["target_field"] is None:  # dataset-level (INDIRECT) edge
+            continue
+        column_edges.append(
+            {
+                "source": source.id,
+                "source_field": edge["source_field"],
+                "target": target.id,
+                "target_field": edge["target_field"],
+                "transformation": "/".join(edge["subtypes"] or []) or None,
+                "job": f"job:{edge['job_namespace']}/{edge['job_name']}",
+            }
+        )
+    return {
+        "root": walk.root.id,
+        "direction": walk.direction,
+        "generated_at": output.iso(datetime.now(UTC)),
+        "nodes": nodes,
+        "edges": edges,
+        "column_edges": column_edges,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console entry point: one line on stderr and a non-zero exit for every expected failure."""
+    try:
+        args = list(argv) if argv is not None else None
+        code = cli.main(args=args, prog_name="lineage", standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except click.exceptions.Abort:
+        click.echo("lineage: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except LookupError_ as exc:
+        click.echo(f"lineage: {exc}", err=True)
+        sys.exit(2)
+    except SendFailed as exc:
+        click.echo(f"lineage: {exc}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(1)
+    except Exception as exc:
+        if os.environ.get("LINEAGE_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()
+        click.echo(
+            f"lineage: unexpected {type(exc).__name__}: {first[0] if first else ''} "
+            "(LINEAGE_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,504 @@
+"""Read ``lake.lineage.*`` with pyiceberg (no JVM) and answer lineage questions over it.
+
+Nodes are jobs and canonical datasets; ``job_edges`` links them (a dataset is an ``input`` of a job, a job
+``output``s a dataset). A hop is one such edge, so a dataset's producers are 1 hop upstream and the
+datasets those producers read are 2 hops upstream. Column lineage follows ``column_edges``; a column edge
+crosses one job, i.e. two hops.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from lineage.settings import Settings
+
+JOB, DATASET = "job", "dataset"
+UPSTREAM, DOWNSTREAM, BOTH = "upstream", "downstream", "both"
+TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+# Field name shown for the dataset side of a dataset-level column edge (a filter or join key that
+# affects every row of the target, but no one field).
+WHOLE_DATASET = "*"
+
+
+class LookupError_(Exception):
+    """A question that cannot be answered: unknown node, empty catalog, bad input. One line for users."""
+
+
+def display_name(namespace: str, name: str) -> str:
+    """``namespace/name`` the way people write dataset URIs (``file`` + ``/x`` becomes ``file:///x``)."""
+    if name.startswith("/"):
+        return f"{namespace}{'' if '://' in namespace else '://'}{name}"
+    return f"{namespace}/{name}"
+
+
+def node_id(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}:{namespace}/{name}"
+
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_time(text: str, *, now: datetime | None = None) -> datetime:
+    """ISO-8601 (``2026-11-20``, ``2026-11-20T08:00:00Z``, naive = UTC) or a relative ``30m``/``2h``/``7d``.
+
+    Raises:
+        LookupError_: anything else.
+    """
+    value = text.strip()
+    relative = _RELATIVE.match(value.lower())
+    if relative:
+        delta = timedelta(**{_UNITS[relative.group(2)]: int(relative.group(1))})
+        return (now or datetime.now(UTC)) - delta
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise LookupError_(
+            f"bad time {text!r}: expected ISO-8601 (2026-11-20, 2026-11-20T08:00:00Z) "
+            "or relative (30m, 2h, 7d)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: str
+    namespace: str
+    name: str
+    dataset_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        return node_id(self.kind, self.namespace, self.name)
+
+    @property
+    def label(self) -> str:
+        if self.kind == DATASET:
+            return display_name(self.namespace, self.name)
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Field:
+    dataset: Node
+    field: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.dataset.label}.{self.field}"
+
+
+@dataclass
+class Traversal:
+    """Nodes reached from a root with their hop counts, the edges followed and the column paths."""
+
+    root: Node
+    direction: str
+    depth: int | None
+    hops: dict[Node, int] = field(default_factory=dict)
+    edges: set[tuple[Node, Node, str]] = field(default_factory=set)  # (dataset, job, input|output)
+    columns: dict[Field, int] = field(default_factory=dict)  # reached fields -> jobs crossed
+    column_edges: list[dict[str, Any]] = field(default_factory=list)
+
+
+class LineageStore:
+    """The lineage tables of one catalog, loaded lazily, one pyiceberg scan per table."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._catalog: Any = None
+
+    # -- loading -----------------------------------------------------------------------------------------
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            cat = self.settings.catalog
+            if cat.embedded and not Path(cat.sqlite_path).is_file():
+                raise LookupError_(
+                    f"no catalog at {cat.sqlite_path}: run the ingestion and the build first (make demo)"
+                )
+            from lineage.io.catalog import open_catalog
+
+            try:
+                self._catalog = open_catalog(cat)
+            except Exception as exc:
+                raise LookupError_(f"cannot open catalog {cat.name!r}: {_first_line(exc)}") from exc
+        return self._catalog
+
+    def rows(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> list[dict]:
+        """Rows of ``lineage.<table>`` as dicts (optionally only some columns, filtered by pyiceberg)."""
+        return self.arrow(table, columns, row_filter).to_pylist()
+
+    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+        ident = (self.settings.catalog.lineage_namespace, table)
+        try:
+            loaded = self.catalog.load_table(ident)
+        except LookupError_:
+            raise
+        except Exception as exc:
+            if type(exc).__name__ in ("NoSuchTableError", "NoSuchNamespaceError"):
+                raise LookupError_(
+                    f"{self.settings.catalog.name}.{'.'.join(ident)} does not exist: run the build first "
+                    "(jobs/build_lineage.py or make build)"
+                ) from exc
+            raise LookupError_(f"cannot read {'.'.join(ident)}: {_first_line(exc)}") from exc
+        kwargs: dict[str, Any] = {}
+        if columns:
+            kwargs["selected_fields"] = tuple(columns)
+        if row_filter is not None:
+            kwargs["row_filter"] = row_filter
+        return loaded.scan(**kwargs).to_arrow()
+
+    @cached_property
+    def datasets(self) -> dict[str, dict]:
+        return {r["dataset_id"]: r for r in self.rows("datasets")}
+
+    @cached_property
+    def dataset_nodes(self) -> dict[str, Node]:
+        return {i: Node(DATASET, r["namespace"], r["name"], i) for i, r in self.datasets.items()}
+
+    @cached_property
+    def aliases(self) -> list[dict]:
+        return self.rows("dataset_aliases")
+
+    @cached_property
+    def jobs(self) -> dict[tuple[str, str], dict]:
+        found = {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
+        if not found and not self.datasets:
+            raise LookupError_("the lineage tables are empty: nothing has been ingested and built yet")
+        return found
+
+    @cached_property
+    def job_summary(self) -> dict[tuple[str, str], dict]:
+        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary")}
+
+    @cached_property
+    def job_edges(self) -> list[dict]:
+        cols = ("job_namespace", "job_name", "dataset_id", "direction", "run_count", "first_seen")
+        return self.rows("job_edges", cols)
+
+    @cached_property
+    def column_edge_rows(self) -> list[dict]:
+        cols = (
+            "source_dataset_id",
+            "source_field",
+            "target_dataset_id",
+            "target_field",
+            "job_namespace",
+            "job_name",
+            "subtypes",
+            "is_direct",
+            "first_seen",
+        )
+        return self.rows("column_edges", cols)
+
+    def job_node(self, namespace: str, name: str) -> Node:
+        return Node(JOB, namespace, name)
+
+    # -- resolving names ---------------------------------------------------------------------------------
+    @cached_property
+    def _names(self) -> dict[str, set[Node]]:
+        names: dict[str, set[Node]] = {}
+
+        def add(key: str, node: Node) -> None:
+            for variant in {key, key.rstrip("/")}:
+                names.setdefault(variant, set()).add(node)
+
+        for node in self.dataset_nodes.values():
+            add(display_name(node.namespace, node.name), node)
+            add(f"{node.namespace}/{node.name}", node)
+        for alias in self.aliases:
+            aliased = self.dataset_nodes.get(alias["dataset_id"])
+            if aliased is not None:
+                add(display_name(alias["alias_namespace"], alias["alias_name"]), aliased)
+                add(f"{alias['alias_namespace']}/{alias['alias_name']}", aliased)
+        for namespace, name in self.jobs:
+            node = self.job_node(namespace, name)
+            add(f"{namespace}/{name}", node)
+        return names
+
+    @cached_property
+    def _short_names(self) -> dict[str, set[Node]]:
+        short: dict[str, set[Node]] = {}
+        for node in self.dataset_nodes.values():
+            short.setdefault(node.name, set()).add(node)
+        for alias in self.aliases:
+            aliased = self.dataset_nodes.get(alias["dataset_id"])
+            if aliased is not None:
+                short.setdefault(alias["alias_name"], set()).add(aliased)
+        for namespace, name in self.jobs:
+            short.setdefault(name, set()).add(self.job_node(namespace, name))
+        return short
+
+    @cached_property
+    def _tail_names(self) -> dict[str, set[Node]]:
+        tails: dict[str, set[Node]] = {}
+        for key, nodes in self._short_names.items():
+            tail = re.split(r"[/.]", key.rstrip("/"))[-1]
+            if tail and tail != key:
+                tails.setdefault(tail, set()).update(n for n in nodes if n.kind == DATASET)
+        return tails
+
+    def resolve(self, text: str) -> Node:
+        """A job or (canonical) dataset from any of its names.
+
+        Accepts ``job:ns/name`` / ``dataset:ns/name``, a dataset URI under any alias (``s3a://b/t/``,
+        ``hive://metastore:9083/db.table``), ``namespace/name`` of a job, or a bare name when unique.
+        """
+        kind = None
+        key = text.strip()
+        for prefix in (JOB, DATASET):
+            if key.startswith(prefix + ":") and not key.startswith(prefix + "://"):
+                kind, key = prefix, key[len(prefix) + 1 :]
+        candidates = set()
+        for variant in _variants(key):
+            candidates |= self._names.get(variant, set()) | self._names.get(variant.rstrip("/"), set())
+        if not candidates:
+            candidates = set(self._short_names.get(key, set()))
+        if not candidates:  # last segment of a path or a dotted table name: orders, supplier_stats
+            candidates = set(self._tail_names.get(key, set()))
+        if kind:
+            candidates = {c for c in candidates if c.kind == kind}
+        if len(candidates) == 1:
+            return next(iter(candidates))
+        if candidates:
+            listed = ", ".join(sorted(c.id for c in candidates))
+            raise LookupError_(f"{text!r} is ambiguous: {listed}; give a full name or job:/dataset:")
+        close = difflib.get_close_matches(key, list(self._names), n=3, cutoff=0.6)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise LookupError_(f"unknown node {text!r}{hint}")
+
+    def resolve_field(self, text: str) -> tuple[Node, str | None]:
+        """``DATASET`` or ``DATASET.FIELD`` (the dataset name itself may contain dots)."""
+        try:
+            return self.resolve(text), None
+        except LookupError_ as whole:
+            head, dot, field_name = text.rpartition(".")
+            if not dot or not head:
+                raise
+            try:
+                node = self.resolve(head)
+            except LookupError_:
+                raise whole from None
+            if node.kind != DATASET:
+                raise LookupError_(f"{head!r} is a job; a field needs a dataset") from None
+            known = {f["name"] for f in self.datasets[node.dataset_id or ""].get("schema_fields") or []}
+            for edge in self.column_edge_rows:
+                for side in ("source", "target"):
+                    if edge[f"{side}_dataset_id"] == node.dataset_id:
+                        known.add(edge[f"{side}_field"])
+            if field_name not in known:
+                raise LookupError_(f"dataset {node.label} has no field {field_name!r}") from None
+            return node, field_name
+
+    # -- traversal ---------------------------------------------------------------------------------------
+    def _adjacency(self, as_of: datetime | None) -> tuple[dict[Node, list[Node]], dict[Node, list[Node]]]:
+        """(upstream neighbours, downstream neighbours) of every node, edges first seen by ``as_of``."""
+        up: dict[Node, list[Node]] = {}
+        down: dict[Node, list[Node]] = {}
+        for edge in self.job_edges:
+            if as_of is not None and edge["first_seen"] is not None and edge["first_seen"] > as_of:
+                continue
+            dataset = self.dataset_nodes.get(edge["dataset_id"])
+            if dataset is None:
+                continue
+            job = self.job_node(edge["job_namespace"], edge["job_name"])
+            source, target = (dataset, job) if edge["direction"] == "input" else (job, dataset)
+            down.setdefault(source, []).append(target)
+            up.setdefault(target, []).append(source)
+        return up, down
+
+    def traverse(
+        self,
+        root: Node,
+        direction: str,
+        depth: int | None,
+        *,
+        as_of: datetime | None = None,
+        columns: bool = False,
+        field_name: str | None = None,
+    ) -> Traversal:
+        """Breadth-first walk from ``root`` (``upstream``, ``downstream``, ``both``) up to ``depth`` hops."""
+        result = Traversal(root, direction, depth)
+        up, down = self._adjacency(as_of)
+        walks = [(UPSTREAM, up), (DOWNSTREAM, down)] if direction == BOTH else []
+        if direction == UPSTREAM:
+            walks = [(UPSTREAM, up)]
+        elif direction == DOWNSTREAM:
+            walks = [(DOWNSTREAM, down)]
+        result.hops[root] = 0
+        for walk, neighbours in walks:
+            seen = {root: 0}
+            queue = deque([root])
+            while queue:
+                node = queue.popleft()
+                hop = seen[node]
+                if depth is not None and hop >= depth:
+                    continue
+                for nxt in neighbours.get(node, ()):
+                    dataset, job = (nxt, node) if nxt.kind == DATASET else (node, nxt)
+                    flows_in = (walk == UPSTREAM) == (nxt.kind == DATASET)
+                    result.edges.add((dataset, job, "input" if flows_in else "output"))
+                    if nxt not in seen:
+                        seen[nxt] = hop + 1
+                        queue.append(nxt)
+            for node, hop in seen.items():
+                result.hops[node] = min(hop, result.hops.get(node, hop))
+        if columns or field_name:
+            self._walk_columns(result, walks, as_of, field_name)
+        return result
+
+    def _walk_columns(
+        self,
+        result: Traversal,
+        walks: Sequence[tuple[str, Any]],
+        as_of: datetime | None,
+        field_name: str | None,
+    ) -> None:
+        root = result.root
+        max_jobs = None if result.depth is None else (result.depth + 1) // 2
+        forward: dict[tuple[str, str], list[dict]] = {}
+        backward: dict[tuple[str, str], list[dict]] = {}
+        for edge in self.column_edge_rows:
+            if as_of is not None and edge["first_seen"] is not None and edge["first_seen"] > as_of:
+                continue
+            forward.setdefault((edge["source_dataset_id"], edge["source_field"]), []).append(edge)
+            backward.setdefault((edge["target_dataset_id"], edge["target_field"]), []).append(edge)
+        if root.kind == DATASET:
+            starts = self._fields_of(root.dataset_id or "", forward, backward, field_name)
+        else:  # a job: the fields it writes (downstream) or reads (upstream)
+            starts = set()
+            for edge in self.column_edge_rows:
+                if (edge["job_namespace"], edge["job_name"]) == (root.namespace, root.name):
+                    starts.add((edge["target_dataset_id"], edge["target_field"]))
+                    starts.add((edge["source_dataset_id"], edge["source_field"]))
+        followed: set[tuple] = set()
+        for walk, _ in walks:
+            index, target_key = (
+                (backward, ("source_dataset_id", "source_field"))
+                if walk == UPSTREAM
+                else (forward, ("target_dataset_id", "target_field"))
+            )
+            seen = {start: 0 for start in starts}
+            queue = deque(starts)
+            while queue:
+                current = queue.popleft()
+                hop = seen[current]
+                if max_jobs is not None and hop >= max_jobs:
+                    continue
+                for edge in index.get(current, ()):
+                    nxt = (edge[target_key[0]], edge[target_key[1]] or WHOLE_DATASET)
+                    key = tuple(edge[k] for k in _COLUMN_EDGE_KEY)
+                    if key not in followed:
+                        followed.add(key)
+                        result.column_edges.append(edge)
+                    if nxt not in seen:
+                        seen[nxt] = hop + 1
+                        queue.append(nxt)
+            for (ds_id, name), hop in seen.items():
+                node = self.dataset_nodes.get(ds_id)
+                if node is not None and hop > 0:
+                    key_field = Field(node, name)
+                    result.columns[key_field] = min(hop, result.columns.get(key_field, hop))
+
+    def _fields_of(
+        self, ds_id: str, forward: dict, backward: dict, field_name: str | None
+    ) -> set[tuple[str, str]]:
+        if field_name is not None:
+            return {(ds_id, field_name)}
+        names = {f["name"] for f in self.datasets.get(ds_id, {}).get("schema_fields") or []}
+        names |= {name for d, name in list(forward) + list(backward) if d == ds_id}
+        return {(ds_id, name) for name in names}
+
+    # -- runs --------------------------------------------------------------------------------------------
+    def runs(
+        self,
+        *,
+        job: str | None = None,
+        states: Iterable[str] = (),
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[dict]:
+        ex = _expressions()
+        expr: Any = ex.AlwaysTrue()
+        if job:
+            node = self.resolve(job)
+            if node.kind != JOB:
+                raise LookupError_(f"{job!r} is a dataset, not a job")
+            same_job = ex.And(ex.EqualTo("job_namespace", node.namespace), ex.EqualTo("job_name", node.name))
+            expr = ex.And(expr, same_job)
+        wanted = list(states)
+        if wanted:
+            expr = ex.And(expr, ex.In("inferred_state", wanted))
+        if since is not None:
+            expr = ex.And(expr, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
+        rows = self.rows("runs", row_filter=expr)
+        rows.sort(key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH, reverse=True)
+        return rows[:limit] if limit else rows
+
+    def run(self, run_id: str) -> dict:
+
+        text = run_id.strip().lower()
+        if not re.fullmatch(r"[0-9a-f-]{4,36}", text):
+            raise LookupError_(f"not a run id: {run_id!r} (expected a UUID or a unique prefix of one)")
+        ex = _expressions()
+        match = ex.EqualTo("run_id", text) if len(text) == 36 else ex.StartsWith("run_id", text)
+        rows = self.rows("runs", row_filter=match)
+        if not rows:
+            raise LookupError_(f"unknown run {run_id!r}")
+        if len(rows) > 1:
+            raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
+        return rows[0]
+
+    def children(self, run_id: str) -> list[dict]:
+        ex = _expressions()
+        rows = self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id))
+        return sorted(rows, key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH)
+
+    def run_datasets(self, run_id: str) -> list[dict]:
+        ex = _expressions()
+        rows = self.rows("run_io", row_filter=ex.EqualTo("run_id", run_id))
+        for row in rows:
+            node = self.dataset_nodes.get(row["dataset_id"])
+            row["dataset"] = node.label if node else row["dataset_id"]
+        return sorted(rows, key=lambda r: (r["direction"], r["dataset"]))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_COLUMN_EDGE_KEY = (
+    "source_dataset_id",
+    "source_field",
+    "target_dataset_id",
+    "target_field",
+    "job_namespace",
+    "job_name",
+)
+
+
+def _variants(key: str) -> list[str]:
+    """The spellings a user may type for the same dataset (Hadoop s3a/s3n schemes, trailing slash)."""
+    out = [key]
+    for scheme in ("s3a://", "s3n://"):
+        if key.startswith(scheme):
+            out.append("s3://" + key[len(scheme) :])
+    return out
+
+
+def _expressions() -> Any:
+    """pyiceberg's row filter expressions (imported on use; typed loosely: their stubs are pydantic)."""
+    import pyiceberg.expressions
+
+    return pyiceberg.expressions
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,225 @@
+"""Our jobs as OpenLineage producers: what the ingestion and the build report about themselves.
+
+``observed_ingest`` / ``observed_build`` wrap :func:`lineage.ingest.stream.run_ingest` and
+:func:`lineage.build.model_build.build_lineage` with START, RUNNING (ingestion, every
+``running_interval_seconds``, with progress), COMPLETE or FAIL events. Inputs and outputs are named the way
+OpenLineage names Iceberg tables (table location, plus the catalog table as a symlink), with schemas,
+output statistics and the column lineage declared below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from openlineage.client.event_v2 import OutputDataset, RunState
+from pyspark.sql import SparkSession
+
+from lineage.build.model_build import (
+    DERIVED_TABLES,
+    INCREMENTAL_TABLES,
+    STATE_TABLE,
+    BuildResult,
+    build_lineage,
+)
+from lineage.ingest.stream import IngestProgress, run_ingest
+from lineage.io.tables import create_raw_tables
+from lineage.observe import (
+    ColumnMap,
+    ProgressRunFacet,
+    TableInfo,
+    describe_tables,
+    every,
+    input_dataset,
+    kafka_name,
+    kafka_topic,
+    output_dataset,
+    tracked_run,
+)
+from lineage.settings import Settings
+
+DIRECT, INDIRECT = "DIRECT", "INDIRECT"
+IDENTITY, TRANSFORMATION, AGGREGATION = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
+
+
+def _columns(
+    source: str,
+    *,
+    identity: Iterable[str] = (),
+    derived: Mapping[str, str] | None = None,
+    aggregated: Mapping[str, str] | None = None,
+) -> ColumnMap:
+    """Column lineage from one source: same-named copies, per-row derivations and aggregations."""
+    out: dict[str, tuple[list[tuple[str, str]], str, str]] = {
+        name: ([(source, name)], DIRECT, IDENTITY) for name in identity
+    }
+    for target, field in (derived or {}).items():
+        out[target] = ([(source, field)], DIRECT, TRANSFORMATION)
+    for target, field in (aggregated or {}).items():
+        out[target] = ([(source, field)], DIRECT, AGGREGATION)
+    return out
+
+
+_ENVELOPE = (
+    *("event_kind", "event_type", "event_time", "run_id", "job_namespace", "job_name"),
+    *("dataset_namespace", "dataset_name", "parent_run_id", "parent_job_namespace", "parent_job_name"),
+    *("root_run_id", "root_job_namespace", "root_job_name", "producer", "schema_url"),
+)
+_KAFKA_COORDINATES = {
+    "kafka_partition": "partition",
+    "kafka_offset": "offset",
+    "kafka_timestamp": "timestamp",
+}
+
+INGEST_COLUMNS: dict[str, ColumnMap] = {
+    "events": {
+        **_columns("topic", derived={name: "value" for name in _ENVELOPE}),
+        **_columns("topic", derived={"payload_bytes": "value", "kafka_key": "key"}),
+        **_columns("topic", derived=_KAFKA_COORDINATES),
+        "event_json": ([("topic", "value")], DIRECT, IDENTITY),
+    },
+    "rejected": {
+        **_columns("topic", derived={"payload_bytes": "value", "reason": "value", "detail": "value"}),
+        **_columns("topic", derived=_KAFKA_COORDINATES),
+        "value": ([("topic", "value")], DIRECT, IDENTITY),
+        "kafka_key": ([("topic", "key")], DIRECT, IDENTITY),
+    },
+}
+
+_JOB = ("job_namespace", "job_name")
+_FROM_JSON = "event_json"
+BUILD_COLUMNS: dict[str, ColumnMap] = {
+    "dataset_mentions": _columns(
+        "events",
+        identity=("event_kind", "event_type", "event_time", "run_id", *_JOB),
+        derived={f: _FROM_JSON for f in ("namespace", "name", "raw_namespace", "raw_name", "schema_fields")},
+    ),
+    "jobs": _columns(
+        "events",
+        identity=_JOB,
+        derived={f: _FROM_JSON for f in ("integration", "job_type", "processing_type", "description")},
+        aggregated={f: "event_time" for f in ("first_seen", "last_seen", "median_gap_seconds")},
+    ),
+    "runs": _columns(
+        "events",
+        identity=("run_id", *_JOB, "parent_run_id", "parent_job_namespace", "parent_job_name", "root_run_id"),
+        derived={
+            f: _FROM_JSON for f in ("error_message", "processing_engine_name", "processing_engine_version")
+        },
+        aggregated={
+            "reported_state": "event_type",
+            "started_at": "event_time",
+            "ended_at": "event_time",
+            "last_event_at": "event_time",
+            "event_count": "event_json",
+        },
+    ),
+    "datasets": _columns(
+        "events",
+        derived={"namespace": _FROM_JSON, "name": _FROM_JSON, "schema_fields": _FROM_JSON},
+        aggregated={"first_seen": "event_time", "last_seen": "event_time"},
+    ),
+    "run_io": _columns("events", identity=("run_id", *_JOB), derived={"dataset_id": _FROM_JSON}),
+    "job_edges": _columns(
+        "events", identity=_JOB, derived={"dataset_id": _FROM_JSON}, aggregated={"run_count": "run_id"}
+    ),
+    "dataset_edges": _columns(
+        "events", identity=_JOB, derived={"source_dataset_id": _FROM_JSON, "target_dataset_id": _FROM_JSON}
+    ),
+    "column_edges": _columns(
+        "events",
+        identity=_JOB,
+        derived={
+            f: _FROM_JSON for f in ("source_dataset_id", "source_field", "target_dataset_id", "target_field")
+        },
+    ),
+}
+
+
+def _spark_engine(spark: SparkSession) -> tuple[str, str]:
+    return "spark", spark.version
+
+
+def observed_ingest(
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    trigger: str | None = None,
+    starting_offsets: str | None = None,
+) -> IngestProgress:
+    """:func:`run_ingest`, reported as a STREAMING run of job ``ingest_events``."""
+    catalog = settings.catalog
+    kafka = settings.kafka
+    with tracked_run(
+        settings.openlineage,
+        "ingest_events",
+        processing_type="STREAMING",
+        description=f"Kafka topic {kafka.topic} -> {catalog.events_table} / {catalog.rejected_table}",
+        engine=_spark_engine(spark),
+    ) as run:
+        source = kafka_topic(kafka.bootstrap_servers, kafka.topic)
+        sources = {"topic": kafka_name(kafka.bootstrap_servers, kafka.topic)}
+        run.emit(RunState.START, [source])
+        create_raw_tables(spark, catalog, settings.ingest.target_file_size_bytes)
+        raw_tables = [(catalog.raw_namespace, "events"), (catalog.raw_namespace, "rejected")]
+        tables = {_table(info): info for info in describe_tables(catalog, raw_tables)}
+        progress = IngestProgress()
+
+        def outputs() -> list[OutputDataset]:
+            rows = {"events": progress.landed, "rejected": progress.rejected}
+            return [
+                output_dataset(info, rows=rows[key], column_map=INGEST_COLUMNS[key], sources=sources)
+                for key, info in tables.items()
+            ]
+
+        def report(state: RunState) -> None:
+            run.progress = _progress_facet(progress)
+            run.emit(state, [source], outputs())
+
+        with every(settings.openlineage.running_interval_seconds, lambda: report(RunState.RUNNING)):
+            run_ingest(spark, settings, trigger=trigger, starting_offsets=starting_offsets, progress=progress)
+        report(RunState.COMPLETE)
+        return progress
+
+
+def observed_build(
+    spark: SparkSession, settings: Settings, *, full_refresh: bool = False, now: datetime | None = None
+) -> BuildResult:
+    """:func:`build_lineage`, reported as a BATCH run of job ``build_lineage``."""
+    catalog = settings.catalog
+    with tracked_run(
+        settings.openlineage,
+        "build_lineage",
+        processing_type="BATCH",
+        description=f"{catalog.events_table} -> {catalog.name}.{catalog.lineage_namespace}.*",
+        engine=_spark_engine(spark),
+    ) as run:
+        raw = describe_tables(catalog, [(catalog.raw_namespace, "events")])
+        inputs = [input_dataset(info) for info in raw]
+        run.emit(RunState.START, inputs)
+        result = build_lineage(spark, settings, full_refresh=full_refresh, now=now)
+        outputs: list[OutputDataset] = []
+        if result.mode != "noop":
+            sources = {"events": (raw[0].namespace, raw[0].name)} if raw else {}
+            tables = (*INCREMENTAL_TABLES, *DERIVED_TABLES, STATE_TABLE)
+            names = [(catalog.lineage_namespace, t) for t in tables]
+            outputs = [
+                output_dataset(info, column_map=BUILD_COLUMNS.get(_table(info)), sources=sources)
+                for info in describe_tables(catalog, names)
+            ]
+        run.emit(RunState.COMPLETE, inputs, outputs)
+        return result
+
+
+def _table(info: TableInfo) -> str:
+    return info.symlink_name.split(".")[-1]
+
+
+def _progress_facet(progress: IngestProgress) -> ProgressRunFacet:
+    return ProgressRunFacet(
+        batches=progress.batches,
+        messagesRead=progress.rows_in,
+        landed=progress.landed,
+        rejected=progress.rejected,
+        alreadyLanded=progress.already_landed,
+    )
