@@ -14,6 +14,7 @@ import logging
 import sys
 from collections import Counter
 
+from lineage.cli.store import display_name
 from lineage.demo.events import MALFORMED, lab_events
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import create_topic
@@ -80,16 +81,21 @@ def lineage_report(settings: Settings) -> None:
     def rows(table: str) -> list[dict]:
         return catalog.load_table((ns, table)).scan().to_arrow().to_pylist()
 
-    runs = rows("runs")
-    print(f"\n{settings.catalog.table(ns, 'runs')}: {len(runs)} runs (reported -> inferred state)")
+    # Our own jobs' runs are in the same table; `self` shows them.
+    runs = [r for r in rows("runs") if r["job_namespace"] != settings.openlineage.namespace]
+    print(f"\n{settings.catalog.table(ns, 'runs')}: {len(runs)} runs of the lab (reported -> inferred state)")
     for run in sorted(runs, key=lambda r: (r["job_namespace"], r["job_name"], str(r["started_at"]))):
         flag = "  <- stuck: no terminal event" if run["inferred_state"] == "LOST" else ""
         print(f"  {run['job_name'][:66]:<66} {run['reported_state']:>8} -> {run['inferred_state']:<8}{flag}")
         if run["inferred_state"] == "LOST":
             print(f"    {run['liveness_reason']}")
-    datasets = {d["dataset_id"]: d for d in rows("datasets")}
-    aliases = rows("dataset_aliases")
-    print(f"\n{settings.catalog.table(ns, 'datasets')}: {len(datasets)} datasets from {len(aliases)} names")
+    edges = rows("job_edges")
+    ours = {e["dataset_id"] for e in edges if e["job_namespace"] == settings.openlineage.namespace}
+    ours -= {e["dataset_id"] for e in edges if e["job_namespace"] != settings.openlineage.namespace}
+    datasets = {d["dataset_id"]: d for d in rows("datasets") if d["dataset_id"] not in ours}
+    aliases = [a for a in rows("dataset_aliases") if a["dataset_id"] in datasets]
+    title = settings.catalog.table(ns, "datasets")
+    print(f"\n{title}: {len(datasets)} datasets of the lab from {len(aliases)} names")
     merged: dict[str, list[str]] = {}
     for alias in aliases:
         if alias["alias_kind"] != "self":
@@ -100,7 +106,8 @@ def lineage_report(settings: Settings) -> None:
         d = datasets[dataset_id]
         print(f"  {d['namespace']}/{d['name']}  <=  " + ", ".join(sorted(names)))
     print("\ndataset-level lineage (source -> target, through job):")
-    for edge in sorted(rows("dataset_edges"), key=lambda e: e["first_seen"]):
+    lab_edges = [e for e in rows("dataset_edges") if e["job_namespace"] != settings.openlineage.namespace]
+    for edge in sorted(lab_edges, key=lambda e: e["first_seen"]):
         source, target = datasets[edge["source_dataset_id"]], datasets[edge["target_dataset_id"]]
         print(
             f"  {source['namespace']}/{source['name']} -> {target['namespace']}/{target['name']}"
@@ -137,7 +144,7 @@ def self_report(settings: Settings) -> None:
     def rows(name: str) -> list[dict]:
         return catalog.load_table((ns, name)).scan().to_arrow().to_pylist()
 
-    datasets = {d["dataset_id"]: d for d in rows("datasets")}
+    datasets = {d["dataset_id"]: display_name(d["namespace"], d["name"]) for d in rows("datasets")}
     runs = [r for r in rows("runs") if r["job_namespace"] == ours]
     edges = [e for e in rows("job_edges") if e["job_namespace"] == ours]
     print(f"\nour own jobs in lake.lineage (namespace {ours}, reported through openlineage-python):")
@@ -148,10 +155,11 @@ def self_report(settings: Settings) -> None:
         states = Counter(r["inferred_state"] for r in job_runs)
         parents = {r["parent_job_name"] for r in job_runs if r["parent_job_name"]}
         summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
-        print(f"  {job}: {len(job_runs)} runs ({summary}){' under ' + ', '.join(parents) if parents else ''}")
+        under = f" under {', '.join(sorted(parents))}" if parents else ""
+        print(f"  {job}: {len(job_runs)} run{'s' * (len(job_runs) != 1)} ({summary}){under}")
         for direction in ("input", "output"):
             names = sorted(
-                f"{datasets[e['dataset_id']]['namespace']}/{datasets[e['dataset_id']]['name']}"
+                datasets[e["dataset_id"]]
                 for e in edges
                 if e["job_name"] == job and e["direction"] == direction and e["dataset_id"] in datasets
             )
