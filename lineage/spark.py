@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -85,8 +87,12 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
         settings.catalog.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
         settings.catalog.warehouse.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
-    if not settings.spark.master:
-        builder = builder.master("local[*]")
+    # spark-submit starts this process with a gateway to its JVM and decides the master itself; a plain
+    # `python jobs/...` runs locally, its Python workers on this interpreter (the venv), not on PATH's.
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if not settings.spark.master:
+            builder = builder.master("local[*]")
     for key, value in spark_properties(settings, app_name).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -187,17 +187,7 @@ class LineageStore:
 
     @cached_property
     def column_edge_rows(self) -> list[dict]:
-        cols = (
-            "source_dataset_id",
-            "source_field",
-            "target_dataset_id",
-            "target_field",
-            "job_namespace",
-            "job_name",
-            "subtypes",
-            "is_direct",
-            "first_seen",
-        )
+        cols = (*_COLUMN_EDGE_KEY, "subtypes", "is_direct", "first_seen")
         return self.rows("column_edges", cols)
 
     def job_node(self, namespace: str, name: str) -> Node:

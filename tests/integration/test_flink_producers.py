@@ -41,7 +41,7 @@ from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 from lineage.settings import Settings
-from lineage.spark import catalog_conf
+from tests.fixtures.lake import lake_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -416,25 +416,7 @@ def flink_lake(
     work = tmp_path_factory.mktemp("flink")
     prefix = f"flink.{uuid.uuid4().hex[:8]}"
     bootstrap = kafka_broker.bootstrap_servers
-    catalog = base_settings.catalog.model_copy(
-        update={
-            "name": f"lake_{uuid.uuid4().hex[:8]}",
-            "sqlite_path": work / "catalog.db",
-            "warehouse": work / "warehouse",
-        }
-    )
-    catalog.warehouse.mkdir(parents=True)
-    for key, value in catalog_conf(catalog).items():
-        spark.conf.set(key, value)
-    settings = base_settings.model_copy(
-        update={
-            "catalog": catalog,
-            "kafka": base_settings.kafka.model_copy(
-                update={"bootstrap_servers": bootstrap, "topic": f"{prefix}.runs"}
-            ),
-            "ingest": base_settings.ingest.model_copy(update={"checkpoint": work / "ckpt"}),
-        }
-    )
+    settings = lake_settings(spark, base_settings, work, bootstrap_servers=bootstrap, topic=f"{prefix}.runs")
     scenario = Scenario(
         settings, f"{prefix}.orders", f"{prefix}.supplier-stats-sql", f"{prefix}.supplier-stats"
     )
@@ -453,6 +435,7 @@ def flink_lake(
     t0 = time.monotonic()
     build_lineage(spark, settings, now=last_event.replace(tzinfo=UTC) + SILENCE)
     scenario.seconds["build"] = time.monotonic() - t0
+    catalog = settings.catalog
     lake = open_catalog(catalog)
     for name in (
         "jobs",
