@@ -1,0 +1,98 @@
+"""The benchmarks (issue 6): ``python -m lineage.bench run|report|workload``.
+
+  run       measure tiers (``--tier S --tier M``), each stage repeated ``--repeat`` times, results JSON to
+            var/bench/results/<tier>.json
+  report    BENCHMARKS.md and BENCHMARKS.png from the latest results of every tier
+  workload  print the shape of a tier's synthetic workload (no Kafka)
+
+``make bench-quick`` = ``run --tier S`` + ``report``; ``make bench`` = every tier + ``report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from pathlib import Path
+
+from lineage.bench.runner import ALL_STAGES, BenchConfig, run_benchmarks
+from lineage.bench.workload import TIERS
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lineage.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="measure tiers and write var/bench/results/<tier>.json")
+    run.add_argument("--tier", action="append", choices=sorted(TIERS), help="repeatable (default: S)")
+    run.add_argument("--repeat", type=int, default=3, help="runs per measurement (at least 3 for the report)")
+    run.add_argument("--seed", type=int, default=42)
+    run.add_argument("--stages", default=",".join(ALL_STAGES), help=f"comma list of {', '.join(ALL_STAGES)}")
+    run.add_argument("--freshness-probes", type=int, default=8)
+    run.add_argument(
+        "--rentgen-tiers", default="S", help="tiers with the Data.Rentgen side by side (comma list)"
+    )
+    run.add_argument("--rentgen-workers", type=int, default=4)
+    run.add_argument("--rentgen-python", type=Path, default=Path(".venv-rentgen/bin/python"))
+    run.add_argument("--label", default="", help="a note printed with these results (e.g. a shared machine)")
+    run.add_argument("--keep", action="store_true", help="keep the work folder (lakes, broker data)")
+    run.add_argument("--work", type=Path, default=Path("var/bench/work"))
+    run.add_argument("--results", type=Path, default=Path("var/bench/results"))
+
+    report = sub.add_parser("report", help="write BENCHMARKS.md and the chart from the results")
+    report.add_argument("--results", type=Path, default=Path("var/bench/results"))
+    report.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"))
+    report.add_argument("--chart", type=Path, default=Path("BENCHMARKS.png"))
+
+    shape = sub.add_parser("workload", help="print the shape of a tier's workload")
+    shape.add_argument("--tier", choices=sorted(TIERS), default="S")
+    shape.add_argument("--seed", type=int, default=42)
+    shape.add_argument("--part", default="base")
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "run":
+        stages = tuple(s.strip() for s in args.stages.split(",") if s.strip())
+        unknown = set(stages) - set(ALL_STAGES)
+        if unknown:
+            parser.error(f"unknown stages: {', '.join(sorted(unknown))}")
+        if args.repeat < 1:
+            parser.error("--repeat must be at least 1")
+        config = BenchConfig(
+            tiers=args.tier or ["S"],
+            repeat=args.repeat,
+            seed=args.seed,
+            stages=stages,
+            work_root=args.work,
+            results_dir=args.results,
+            freshness_probes=args.freshness_probes,
+            rentgen_tiers=tuple(t.strip() for t in args.rentgen_tiers.split(",") if t.strip()),
+            rentgen_workers=args.rentgen_workers,
+            rentgen_python=args.rentgen_python,
+            label=args.label,
+            keep=args.keep,
+            command=shlex.join(
+                ["python", "-m", "lineage.bench", *(argv if argv is not None else sys.argv[1:])]
+            ),
+        )
+        for path in run_benchmarks(config):
+            print(f"results: {path}")
+        return 0
+    if args.command == "report":
+        from lineage.bench.report import write_report
+
+        md, chart = write_report(args.results, args.out, args.chart)
+        print(f"wrote {md} and {chart}")
+        return 0
+    from lineage.bench.workload import main as workload_main
+
+    return workload_main(["--tier", args.tier, "--seed", str(args.seed), "--part", args.part])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Measuring helpers: run a process while sampling its memory, summarise repeated runs, describe the machine.
+
+Peak memory is the peak of the **sum** of the proportional set sizes (PSS) of a process and all its
+descendants, sampled every 100 ms with psutil (a PySpark job is a Python driver plus the JVM it starts;
+Data.Rentgen's consumer is a supervisor plus its worker processes). PSS rather than RSS: the JVM forks
+short-lived helpers (Hadoop's local file system runs ``chmod``), which share the JVM's pages until they exec;
+summing their RSS would count the JVM twice, PSS splits shared pages between the processes that map them.
+A spike shorter than the sampling interval can be missed, so the numbers are a lower bound of the true
+peak.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+SAMPLE_INTERVAL_S = 0.1
+MIB = 1024 * 1024
+
+
+def summarize(values: Iterable[float]) -> dict[str, float | int]:
+    """Median, min, max and count of repeated measurements (empty dict when there are none)."""
+    data = sorted(float(v) for v in values)
+    if not data:
+        return {}
+    return {"median": statistics.median(data), "min": data[0], "max": data[-1], "n": len(data)}
+
+
+def _pss(proc: psutil.Process) -> int:
+    """Proportional set size (RSS where the kernel does not report PSS)."""
+    full = proc.memory_full_info()
+    return int(getattr(full, "pss", full.rss))
+
+
+class TreeSampler:
+    """Samples the summed PSS of process trees in a background thread; ``peak`` in bytes."""
+
+    def __init__(self, pids: Iterable[int] = (), interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self._roots = list(pids)
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.peak = 0
+        self.peak_by_name: dict[str, int] = {}
+        self.samples = 0
+
+    def add(self, pid: int) -> None:
+        with self._lock:
+            self._roots.append(pid)
+
+    def sample(self) -> int:
+        total = 0
+        by_name: dict[str, int] = {}
+        with self._lock:
+            roots = list(self._roots)
+        seen: set[int] = set()
+        for pid in roots:
+            try:
+                root = psutil.Process(pid)
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                continue
+            for proc in procs:
+                if proc.pid in seen:
+                    continue
+                seen.add(proc.pid)
+                try:
+                    rss = _pss(proc)
+                    name = proc.name()
+                except psutil.Error:
+                    continue
+                total += rss
+                by_name[name] = by_name.get(name, 0) + rss
+        self.samples += 1
+        if total > self.peak:
+            self.peak = total
+        for name, rss in by_name.items():
+            if rss > self.peak_by_name.get(name, 0):
+                self.peak_by_name[name] = rss
+        return total
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.sample()
+
+    def __enter__(self) -> TreeSampler:
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+@dataclass
+class ProcessResult:
+    """A measured child process: exit code, wall time, peak RSS of its tree, where its output went."""
+
+    returncode: int
+    wall_s: float
+    peak_rss_bytes: int
+    peak_by_name: dict[str, int] = field(default_factory=dict)
+    log: Path | None = None
+
+    @property
+    def peak_rss_mib(self) -> float:
+        return self.peak_rss_bytes / MIB
+
+
+def stop_tree(process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    """Stop a process started with ``start_new_session`` and everything it started.
+
+    SIGTERM goes to the leader first, so that it can shut down its children in order (the streaming
+    ingestion stops its query, a supervisor its workers); after ``timeout_s`` the whole process group gets
+    SIGTERM, then SIGKILL.
+    """
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=timeout_s)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _group_alive(process.pid):
+            time.sleep(0.2)
+        if not _group_alive(process.pid):
+            break
+    if process.poll() is None:
+        process.wait(timeout=10)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def run_measured(
+    command: Sequence[str],
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout_s: float = 3600.0,
+) -> ProcessResult:
+    """Run ``command`` to completion in its own process group, output to ``log``, sampling memory.
+
+    On timeout the whole group is killed and the result has return code -9.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            list(command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        try:
+            with TreeSampler([process.pid]) as sampler:
+                try:
+                    returncode = process.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)
+                    returncode = -9
+        finally:
+            stop_tree(process, timeout_s=5)
+    return ProcessResult(returncode, time.monotonic() - started, sampler.peak, sampler.peak_by_name, log)
+
+
+def tail(path: Path, chars: int = 3000) -> str:
+    """The end of a log file (for error messages)."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except FileNotFoundError:
+        return ""
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    cpu_model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    os_name = platform.platform()
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_name = line.split("=", 1)[1].strip('"')
+    disk = psutil.disk_usage(".")
+    return {
+        "hostname": platform.node(),
+        "cpu_model": cpu_model,
+        "logical_cpus": psutil.cpu_count(logical=True),
+        "usable_cpus": len(os.sched_getaffinity(0)),
+        "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
+        "os": os_name,
+        "kernel": platform.release(),
+        "disk_free_gib": round(disk.free / 1024**3, 1),
+    }
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def command_version(command: Sequence[str]) -> str:
+    """First line of a tool's version output ('' when it is missing)."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    text = (done.stdout or done.stderr).strip()
+    return text.splitlines()[0] if text else ""

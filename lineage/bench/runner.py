@@ -1,0 +1,528 @@
+"""The benchmark run of one tier: broker, workload, every stage measured, results to JSON.
+
+Stages (``--stages``, default all), each job a fresh process measured from outside (wall time, peak memory of
+its process tree) and from inside (:mod:`lineage.bench.stage`: JVM start vs. the measured work):
+
+``ingest``
+    per repetition: the parse-only bound (Kafka source + envelope parsing into the ``noop`` sink), then the
+    real ingestion (``run_ingest``, ``availableNow``) into a fresh catalog. Both read the whole topic.
+``build``
+    full build (``--full-refresh``) of the last ingestion's lake, repeated; then per repetition one more 1%
+    slice of the workload (``delta<k>``) is produced, ingested, and built incrementally.
+``queries``
+    the hook in :mod:`lineage.bench.queries` (the CLI part, filled in later), on the built lake.
+``freshness``
+    the ingestion with the configured (default) trigger on an empty topic; probe events are produced at
+    random moments and the time until the Iceberg commit that makes each visible in ``raw.events`` is taken
+    from the snapshot's commit timestamp (pyiceberg).
+``rentgen``
+    the side by side with Data.Rentgen on a Kafka 3.9 broker (:mod:`lineage.bench.rentgen`).
+
+The results go to ``var/bench/results/<tier>.json`` (rewritten after every stage, so a failed run keeps
+what it measured) and a copy under ``var/bench/results/history/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import os
+import random
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from lineage.bench import measure
+from lineage.bench.workload import (
+    BASE_TIME,
+    DELTA_PARTS,
+    TIERS,
+    WINDOW,
+    Message,
+    Workload,
+    append_spool,
+    produce,
+    read_spool,
+    uuid7,
+)
+from lineage.io.local_kafka import LocalKafka, create_topic, free_port
+from lineage.settings import load_settings, parse_trigger
+
+log = logging.getLogger(__name__)
+
+ALL_STAGES = ("ingest", "build", "queries", "freshness", "rentgen")
+RESULTS_SCHEMA = 1
+PARTITIONS = 4  # as Data.Rentgen's documented set-up (4 partitions, 4 workers) and our default broker
+
+
+class StageError(RuntimeError):
+    """A measured job failed; the message names its log."""
+
+
+@dataclass
+class BenchConfig:
+    tiers: list[str]
+    repeat: int = 3
+    seed: int = 42
+    stages: tuple[str, ...] = ALL_STAGES
+    work_root: Path = Path("var/bench/work")
+    results_dir: Path = Path("var/bench/results")
+    freshness_probes: int = 8
+    rentgen_tiers: tuple[str, ...] = ("S",)
+    rentgen_workers: int = 4
+    rentgen_python: Path = Path(".venv-rentgen/bin/python")
+    label: str = ""
+    keep: bool = False
+    command: str = ""
+    stage_timeout_s: float = 4 * 3600.0
+
+
+@dataclass
+class Lake:
+    """One catalog + checkpoint in the work folder."""
+
+    root: Path
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    def overrides(self, bootstrap: str, topic: str) -> dict[str, Any]:
+        return {
+            "catalog": {
+                "sqlite_path": str(self.root / "catalog.db"),
+                "warehouse": str(self.root / "warehouse"),
+                "properties": {},
+            },
+            "kafka": {"bootstrap_servers": bootstrap, "topic": topic},
+            "ingest": {"checkpoint": str(self.checkpoint)},
+            "spark": {"conf": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}},
+            # The stages call run_ingest / build_lineage themselves, without the self-instrumentation
+            # wrappers of jobs/*.py (whose events would go to the configured topic, not the bench's).
+            "openlineage": {"enabled": False},
+        }
+
+
+@dataclass
+class TierRun:
+    """Everything of one tier's benchmark run."""
+
+    config: BenchConfig
+    tier_name: str
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tier = TIERS[self.tier_name]
+        self.work = self.config.work_root.resolve() / self.tier_name
+        self.logs = self.work / "logs"
+        self.workload = Workload(self.tier, self.config.seed)
+        self.settings = load_settings()
+        self.max_message_bytes = self.settings.kafka.max_message_bytes
+        self.python = [sys.executable]
+        self.topic = f"bench.{self.tier_name}"
+        self.reference_now = _ts(BASE_TIME + timedelta(days=self.tier.days) * WINDOW + timedelta(hours=1))
+
+    # -- bookkeeping ----------------------------------------------------------------------------------
+    @property
+    def results_file(self) -> Path:
+        return self.config.results_dir.resolve() / f"{self.tier_name}.json"
+
+    def save(self) -> None:
+        self.results["finished_at"] = _now()
+        self.results["load_average_end"] = measure.load_average()
+        self.results_file.parent.mkdir(parents=True, exist_ok=True)
+        self.results_file.write_text(json.dumps(self.results, indent=2, default=str))
+
+    def stage_result(self, name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        if name not in self.config.stages:
+            self.results["stages"][name] = {"status": "not run", "reason": "not in --stages"}
+            return
+        log.info("[%s] stage %s", self.tier_name, name)
+        started = time.monotonic()
+        try:
+            outcome = fn()
+        except Exception as exc:
+            log.error("[%s] stage %s failed: %s", self.tier_name, name, exc)
+            outcome = {
+                "status": "failed",
+                "error": str(exc)[-4000:],
+                "traceback": traceback.format_exc()[-4000:],
+            }
+        outcome.setdefault("status", "ok")
+        outcome["stage_seconds"] = round(time.monotonic() - started, 1)
+        self.results["stages"][name] = outcome
+        self.save()
+
+    # -- measured jobs --------------------------------------------------------------------------------
+    def spark_stage(self, stage: str, label: str, overrides: dict[str, Any], *extra: str) -> dict[str, Any]:
+        """Run one :mod:`lineage.bench.stage` job in a fresh process; its timings plus wall/peak memory."""
+        settings_file = self.work / "jobs" / f"{label}.settings.json"
+        out = self.work / "jobs" / f"{label}.json"
+        settings_file.parent.mkdir(parents=True, exist_ok=True)
+        settings_file.write_text(json.dumps(overrides, indent=2))
+        out.unlink(missing_ok=True)
+        command = [*self.python, "-m", "lineage.bench.stage", stage, "--settings", str(settings_file)]
+        command += ["--out", str(out), *extra]
+        done = measure.run_measured(
+            command, log=self.logs / f"{label}.log", timeout_s=self.config.stage_timeout_s
+        )
+        if done.returncode != 0 or not out.exists():
+            detail = measure.tail(self.logs / f"{label}.log")
+            raise StageError(f"{label} failed (exit {done.returncode}); log {done.log}:\n{detail}")
+        data: dict[str, Any] = json.loads(out.read_text())
+        data["label"] = label
+        data["wall_s"] = round(done.wall_s, 3)
+        data["startup_s"] = round(data["session_ready"] - data["process_start"], 3)
+        data["work_s"] = round(data["work_end"] - data["work_start"], 3)
+        data["peak_mib"] = round(done.peak_rss_mib, 1)
+        data["peak_jvm_mib"] = round(done.peak_by_name.get("java", 0) / measure.MIB, 1)
+        log.info(
+            "[%s] %s: work %.1f s, startup %.1f s, peak %.0f MiB",
+            self.tier_name,
+            label,
+            data["work_s"],
+            data["startup_s"],
+            data["peak_mib"],
+        )
+        return data
+
+    # -- the run --------------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        if self.work.exists():
+            shutil.rmtree(self.work)
+        self.logs.mkdir(parents=True)
+        self.results = {
+            "schema": RESULTS_SCHEMA,
+            "tier": self.tier_name,
+            "tier_spec": vars(self.tier),
+            "seed": self.config.seed,
+            "repeat": self.config.repeat,
+            "label": self.config.label,
+            "command": self.config.command,
+            "started_at": _now(),
+            "load_average_start": measure.load_average(),
+            "machine": measure.machine(),
+            "versions": versions(),
+            "settings": {
+                "spark_master": self.settings.spark.master or "local[*]",
+                "driver_memory": self.settings.spark.driver_memory,
+                "shuffle_partitions": self.settings.spark.shuffle_partitions,
+                "default_trigger": self.settings.ingest.trigger,
+                "max_offsets_per_trigger": self.settings.ingest.max_offsets_per_trigger,
+                "topic_partitions": PARTITIONS,
+                "reference_now": self.reference_now,
+            },
+            "stages": {},
+        }
+        self.save()
+        try:
+            broker = LocalKafka(
+                data_dir=self.work / "kafka",
+                jars_dir=self.settings.local_kafka.jars_dir,
+                port=free_port(),
+                controller_port=free_port(),
+                max_message_bytes=self.max_message_bytes,
+                partitions=PARTITIONS,
+                heap=self.settings.local_kafka.heap,
+            )
+            try:
+                broker.start()
+                self.results["workload"] = self.load(broker)
+                self.save()
+                lake = Lake(self.work / "lake")
+                self.stage_result("ingest", lambda: self.ingest_stage(broker, lake))
+                self.stage_result("build", lambda: self.build_stage(broker, lake))
+                self.stage_result("queries", lambda: self.queries_stage(broker, lake))
+                self.stage_result("freshness", lambda: self.freshness_stage(broker))
+            finally:
+                broker.stop()
+            self.stage_result("rentgen", self.rentgen_stage)
+        finally:
+            self.save()
+            self._copy_to_history()
+            if not self.config.keep:
+                shutil.rmtree(self.work / "lake", ignore_errors=True)
+                shutil.rmtree(self.work / "kafka", ignore_errors=True)
+                for spool in self.work.glob("*.spool"):
+                    spool.unlink()
+        return self.results
+
+    def _copy_to_history(self) -> None:
+        history = self.results_file.parent / "history"
+        history.mkdir(parents=True, exist_ok=True)
+        stamp = self.results["started_at"].replace(":", "").replace("-", "")[:15]
+        shutil.copy(self.results_file, history / f"{self.tier_name}-{stamp}.json")
+
+    def load(self, broker: LocalKafka) -> dict[str, Any]:
+        """Produce the base part into the topic; spool the delta parts for the incremental builds."""
+        create_topic(broker.bootstrap_servers, self.topic, PARTITIONS, self.max_message_bytes)
+        started = time.monotonic()
+        stream = self.workload.stream()
+        rest: list[tuple[Message, int]] = []
+
+        def base() -> Iterator[Message]:
+            for message, part in stream:
+                if part:
+                    rest.append((message, part))
+                    return
+                yield message
+
+        counts = produce(broker.bootstrap_servers, self.topic, base(), self.max_message_bytes)
+        produced_s = time.monotonic() - started
+        paths = {k: self.work / f"delta{k}.spool" for k in range(1, DELTA_PARTS + 1)}
+        deltas = {f"delta{k}": 0 for k in paths}
+        with contextlib.ExitStack() as files:
+            outs = {k: files.enter_context(path.open("wb")) for k, path in paths.items()}
+            for message, part in itertools.chain(rest, stream):
+                append_spool(outs[part], message)
+                deltas[f"delta{part}"] += 1
+        shape = describe_estate(self.workload)
+        log.info(
+            "[%s] workload: %s messages produced in %.1f s",
+            self.tier_name,
+            f"{counts['messages']:,}",
+            produced_s,
+        )
+        return {**counts, **shape, "deltas": deltas, "generate_and_produce_s": round(produced_s, 1)}
+
+    # -- ingest ---------------------------------------------------------------------------------------
+    def ingest_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
+        parse_runs, ingest_runs = [], []
+        for i in range(1, self.config.repeat + 1):
+            scratch = Lake(self.work / f"parse-{i}")
+            parse_runs.append(
+                self.spark_stage(
+                    "parse",
+                    f"parse-{i}",
+                    scratch.overrides(broker.bootstrap_servers, self.topic),
+                    "--checkpoint",
+                    str(scratch.checkpoint),
+                )
+            )
+            shutil.rmtree(scratch.root, ignore_errors=True)
+            target = lake if i == self.config.repeat else Lake(self.work / f"ingest-{i}")
+            ingest_runs.append(
+                self.spark_stage(
+                    "ingest", f"ingest-{i}", target.overrides(broker.bootstrap_servers, self.topic)
+                )
+            )
+            if target is not lake:
+                shutil.rmtree(target.root, ignore_errors=True)
+        for run in parse_runs:
+            run["messages_per_s"] = run["rows_in"] / run["work_s"]
+        for run in ingest_runs:
+            run["messages_per_s"] = run["rows_in"] / run["work_s"]
+            run["events_per_s"] = run["landed"] / run["work_s"]
+            run["events_per_s_with_startup"] = run["landed"] / run["wall_s"]
+        parse_rate = measure.summarize(r["messages_per_s"] for r in parse_runs)
+        ingest_rate = measure.summarize(r["messages_per_s"] for r in ingest_runs)
+        return {
+            "parse_only": {
+                "runs": parse_runs,
+                "messages_per_s": parse_rate,
+                "startup_s": measure.summarize(r["startup_s"] for r in parse_runs),
+                "peak_mib": measure.summarize(r["peak_mib"] for r in parse_runs),
+            },
+            "ingest": {
+                "runs": ingest_runs,
+                "messages_per_s": ingest_rate,
+                "events_per_s": measure.summarize(r["events_per_s"] for r in ingest_runs),
+                "events_per_s_with_startup": measure.summarize(
+                    r["events_per_s_with_startup"] for r in ingest_runs
+                ),
+                "startup_s": measure.summarize(r["startup_s"] for r in ingest_runs),
+                "peak_mib": measure.summarize(r["peak_mib"] for r in ingest_runs),
+            },
+            "ratio_to_parse_only": ingest_rate["median"] / parse_rate["median"],
+        }
+
+    # -- build ----------------------------------------------------------------------------------------
+    def build_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
+        if not (lake.root / "catalog.db").exists():
+            raise StageError("no ingested lake: the build stage needs the ingest stage")
+        overrides = lake.overrides(broker.bootstrap_servers, self.topic)
+        now = ["--now", self.reference_now]
+        full = [
+            self.spark_stage("build", f"build-full-{i}", overrides, "--full-refresh", *now)
+            for i in range(1, self.config.repeat + 1)
+        ]
+        increments, delta_ingests = [], []
+        for k in range(1, min(self.config.repeat, DELTA_PARTS) + 1):
+            spool = self.work / f"delta{k}.spool"
+            produce(broker.bootstrap_servers, self.topic, read_spool(spool), self.max_message_bytes)
+            delta_ingests.append(self.spark_stage("ingest", f"ingest-delta{k}", overrides))
+            run = self.spark_stage("build", f"build-incremental-{k}", overrides, *now)
+            if run.get("mode") != "incremental":
+                raise StageError(f"build-incremental-{k} ran as {run.get('mode')!r}, not incremental")
+            increments.append(run)
+        full_s = measure.summarize(r["work_s"] for r in full)
+        inc_s = measure.summarize(r["work_s"] for r in increments)
+        events = full[0]["new_events"]
+        return {
+            "full": {
+                "runs": full,
+                "seconds": full_s,
+                "events": events,
+                "events_per_s": events / full_s["median"],
+                "startup_s": measure.summarize(r["startup_s"] for r in full),
+                "peak_mib": measure.summarize(r["peak_mib"] for r in full),
+            },
+            "incremental": {
+                "runs": increments,
+                "seconds": inc_s,
+                "new_events": measure.summarize(r["new_events"] for r in increments),
+                "share_of_full": inc_s["median"] / full_s["median"] if increments else None,
+                "peak_mib": measure.summarize(r["peak_mib"] for r in increments),
+                "delta_ingest": {
+                    "runs": delta_ingests,
+                    "seconds": measure.summarize(r["work_s"] for r in delta_ingests),
+                },
+            },
+        }
+
+    # -- queries (hook) -------------------------------------------------------------------------------
+    def queries_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
+        from lineage.bench.queries import QueryContext, run_queries
+
+        overrides = lake.overrides(broker.bootstrap_servers, self.topic)
+        settings_file = self.work / "jobs" / "queries.settings.json"
+        settings_file.parent.mkdir(parents=True, exist_ok=True)
+        settings_file.write_text(json.dumps(overrides, indent=2))
+        env = dict(os.environ)
+        env.update(
+            {
+                "LINEAGE__CATALOG__SQLITE_PATH": overrides["catalog"]["sqlite_path"],
+                "LINEAGE__CATALOG__WAREHOUSE": overrides["catalog"]["warehouse"],
+                "LINEAGE__KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+                "LINEAGE__KAFKA__TOPIC": self.topic,
+            }
+        )
+        ctx = QueryContext(
+            tier=self.tier_name,
+            repeat=self.config.repeat,
+            work_dir=self.work / "queries",
+            settings_file=settings_file,
+            env=env,
+            estate=self.workload.estate,
+            run_measured=measure.run_measured,
+            python=self.python,
+        )
+        return run_queries(ctx)
+
+    # -- freshness ------------------------------------------------------------------------------------
+    def freshness_stage(self, broker: LocalKafka) -> dict[str, Any]:
+        from lineage.bench.freshness import measure_freshness
+
+        lake = Lake(self.work / "fresh-lake")
+        topic = f"{self.topic}.fresh"
+        create_topic(broker.bootstrap_servers, topic, PARTITIONS, self.max_message_bytes)
+        overrides = lake.overrides(broker.bootstrap_servers, topic)
+        trigger = self.settings.ingest.trigger
+        interval = parse_trigger(trigger).get("processingTime")
+        outcome = measure_freshness(
+            run=self,
+            overrides=overrides,
+            bootstrap=broker.bootstrap_servers,
+            topic=topic,
+            probes=self.config.freshness_probes,
+            trigger=trigger,
+            interval_s=_seconds(interval) if interval else 0.0,
+        )
+        shutil.rmtree(lake.root, ignore_errors=True)
+        return outcome
+
+    # -- Data.Rentgen ---------------------------------------------------------------------------------
+    def rentgen_stage(self) -> dict[str, Any]:
+        if self.tier_name not in self.config.rentgen_tiers:
+            return {"status": "not run", "reason": f"tier {self.tier_name} not in --rentgen-tiers"}
+        from lineage.bench.rentgen import side_by_side
+
+        return side_by_side(self)
+
+
+def describe_estate(workload: Workload) -> dict[str, Any]:
+    """The estate's shape (what the tier is made of), for the results."""
+    estate = workload.estate
+    readers = [j for j in estate.jobs if j.inputs]
+    hubs = {d.index for d in estate.datasets if d.hub}
+    read = {i for j in estate.jobs for i in j.inputs}
+    written = {i for j in estate.jobs for i in j.outputs}
+    return {
+        "jobs": len(estate.jobs),
+        "jobs_without_datasets": sum(1 for j in estate.jobs if not j.inputs and not j.outputs),
+        "datasets": len(read | written),
+        "hub_datasets": len(hubs),
+        "hub_reader_share": sum(any(i in hubs for i in j.inputs) for j in readers) / max(len(readers), 1),
+        "fan_in_mean": sum(len(j.inputs) for j in readers) / max(len(readers), 1),
+        "flink_jobs": sum(1 for j in estate.jobs if j.kind == "flink"),
+        "span_days": workload.tier.days,
+    }
+
+
+def probe_event(at: datetime, rng: random.Random) -> tuple[str, bytes]:
+    """A small valid RunEvent with a fresh run id (the freshness probe)."""
+    run_id = uuid7(at, rng)
+    event = {
+        "eventType": "START",
+        "eventTime": _ts(at),
+        "producer": "https://github.com/lineage-lakehouse/bench/freshness-probe",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id},
+        "job": {"namespace": "bench", "name": "freshness-probe"},
+    }
+    return run_id, json.dumps(event).encode()
+
+
+def versions() -> dict[str, str]:
+    """Versions of what is measured and what measures."""
+    out: dict[str, str] = {"python": sys.version.split()[0]}
+    for dist in ("pyspark", "pyiceberg", "confluent-kafka", "openlineage-python", "psutil", "matplotlib"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "missing"
+    out["java"] = measure.command_version(["java", "-version"])
+    for folder, prefixes in (
+        (Path(".jars/spark"), ("iceberg-spark-runtime", "spark-sql-kafka")),
+        (Path(".jars/kafka"), ("kafka_2.13",)),
+        (Path(".jars/kafka39"), ("kafka_2.13",)),
+    ):
+        for jar in sorted(folder.glob("*.jar")):
+            for prefix in prefixes:
+                if jar.name.startswith(prefix + "-"):
+                    key = f"{prefix} ({folder.name})" if folder.name.startswith("kafka") else prefix
+                    out[key] = jar.name.removeprefix(prefix + "-").removesuffix(".jar")
+    return out
+
+
+def _seconds(interval: str) -> float:
+    amount, unit = interval.split()
+    scale = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600}[unit.lower().rstrip("s")]
+    return float(amount) * scale
+
+
+def _ts(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_benchmarks(config: BenchConfig) -> list[Path]:
+    """Run every requested tier; returns the result files written."""
+    written = []
+    for tier in config.tiers:
+        run = TierRun(config, tier)
+        run.run()
+        written.append(run.results_file)
+    return written

@@ -1,0 +1,138 @@
+"""One measured Spark stage in its own process (fresh JVM): what the benchmark runner starts and times.
+
+``python -m lineage.bench.stage ingest|parse|build|stream --settings overrides.json --out result.json``
+
+- ``ingest``: :func:`lineage.ingest.stream.run_ingest` with an ``availableNow`` trigger (what
+  ``jobs/ingest_events.py --trigger availableNow`` runs inside its self-instrumentation wrapper
+  ``observed_ingest``, left out here): every message in the topic lands in the raw tables.
+- ``parse``: the parse-only bound. The same Kafka source (:func:`lineage.ingest.stream.kafka_source`) and the
+  same envelope parsing (:func:`lineage.transforms.envelope.parse_messages`) into Spark's ``noop`` sink,
+  ``availableNow``: read the topic, parse every envelope, write nothing.
+- ``build``: :func:`lineage.build.model_build.build_lineage` (what ``jobs/build_lineage.py`` runs inside
+  ``observed_build``).
+- ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness stage.
+
+Times are wall-clock (``time.time()``) so the runner can relate them to its own: ``process_start`` (from
+the OS), ``session_ready`` (SparkSession built: JVM started, jars loaded), ``work_start`` / ``work_end``
+around the measured call only. For ``ingest`` the raw tables are created before ``work_start`` (on a fresh
+catalog that is a one-off cost, not throughput).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from lineage.settings import Settings, load_settings
+
+
+def _settings(path: Path) -> Settings:
+    return load_settings(**json.loads(path.read_text()))
+
+
+def _ingest(settings: Settings, result: dict[str, Any], trigger: str | None) -> None:
+    from lineage.ingest.stream import run_ingest
+    from lineage.io.tables import create_raw_tables
+    from lineage.spark import build_session
+
+    spark = build_session(settings, "bench-ingest")
+    result["session_ready"] = time.time()
+    create_raw_tables(spark, settings.catalog, settings.ingest.target_file_size_bytes)
+    result["work_start"] = time.time()
+    progress = run_ingest(spark, settings, trigger=trigger, starting_offsets="earliest")
+    result["work_end"] = time.time()
+    result.update(
+        batches=progress.batches,
+        rows_in=progress.rows_in,
+        landed=progress.landed,
+        rejected=progress.rejected,
+        already_landed=progress.already_landed,
+    )
+    result["table_events"] = spark.table(settings.catalog.events_table).count()
+    result["table_rejected"] = spark.table(settings.catalog.rejected_table).count()
+    spark.stop()
+
+
+def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path) -> None:
+    from lineage.ingest.stream import kafka_source
+    from lineage.spark import build_session
+    from lineage.transforms.envelope import parse_messages
+
+    spark = build_session(settings, "bench-parse")
+    result["session_ready"] = time.time()
+    result["work_start"] = time.time()
+    query = (
+        parse_messages(kafka_source(spark, settings, "earliest"))
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    result["work_end"] = time.time()
+    progress = query.recentProgress
+    result["batches"] = sum(1 for p in progress if p["numInputRows"])
+    result["rows_in"] = sum(int(p["numInputRows"]) for p in progress)
+    spark.stop()
+
+
+def _build(settings: Settings, result: dict[str, Any], full_refresh: bool, now: datetime | None) -> None:
+    from lineage.build.model_build import build_lineage
+    from lineage.spark import build_session
+
+    spark = build_session(settings, "bench-build")
+    result["session_ready"] = time.time()
+    result["work_start"] = time.time()
+    built = build_lineage(spark, settings, full_refresh=full_refresh, now=now)
+    result["work_end"] = time.time()
+    result.update(
+        mode=built.mode,
+        new_events=built.new_events,
+        raw_snapshot_id=built.raw_snapshot_id,
+        build_seconds=built.seconds,
+    )
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lineage.bench.stage",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("stage", choices=["ingest", "parse", "build", "stream"])
+    parser.add_argument("--settings", type=Path, required=True, help="JSON overrides for load_settings")
+    parser.add_argument("--out", type=Path, required=True, help="where the timings go (JSON)")
+    parser.add_argument("--checkpoint", type=Path, help="parse: checkpoint of the noop query")
+    parser.add_argument("--full-refresh", action="store_true", help="build: full refresh")
+    parser.add_argument("--now", help="build: reference time (ISO-8601)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    result: dict[str, Any] = {"stage": args.stage, "process_start": psutil.Process().create_time()}
+    settings = _settings(args.settings)
+    if args.stage == "ingest":
+        _ingest(settings, result, "availableNow")
+    elif args.stage == "stream":
+        _ingest(settings, result, None)
+    elif args.stage == "parse":
+        if args.checkpoint is None:
+            parser.error("parse needs --checkpoint")
+        _parse(settings, result, args.checkpoint)
+    else:
+        now = datetime.fromisoformat(args.now.replace("Z", "+00:00")) if args.now else None
+        _build(settings, result, args.full_refresh, now)
+    args.out.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
