@@ -1,6 +1,9 @@
 # Benchmarks (issue 6), never part of `make test`: `make bench-quick` (tier S) and `make bench` (S, M, L).
 # Results: var/bench/results/<tier>.json (+ history/); report: BENCHMARKS.md and BENCHMARKS.png.
 # Knobs: BENCH_TIERS="S M" BENCH_REPEAT=5 BENCH_ARGS="--label 'quiet machine'" make bench
+# A stage left out of --stages keeps its last result; e.g. after `BENCH_ARGS=--keep`, measure the build and the
+# queries again without ingesting: python -m lineage.bench run --tier M --stages build,queries \
+#   --seed-lake <a copy of var/bench/work/M/lake> (Iceberg metadata holds absolute paths: it is copied back there)
 
 BENCH_TIERS ?= S M L
 BENCH_REPEAT ?= 3

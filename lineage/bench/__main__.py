@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=42)
     run.add_argument("--stages", default=",".join(ALL_STAGES), help=f"comma list of {', '.join(ALL_STAGES)}")
     run.add_argument("--freshness-probes", type=int, default=8)
+    run.add_argument("--query-runs", type=int, default=10, help="timed runs of every CLI query")
     run.add_argument(
         "--rentgen-tiers", default="S", help="tiers with the Data.Rentgen side by side (comma list)"
     )
@@ -41,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--rentgen-python", type=Path, default=Path(".venv-rentgen/bin/python"))
     run.add_argument("--label", default="", help="a note printed with these results (e.g. a shared machine)")
     run.add_argument("--keep", action="store_true", help="keep the work folder (lakes, broker data)")
+    run.add_argument(
+        "--seed-lake",
+        type=Path,
+        help="start from a copy of this tier's lake kept from its work folder (var/bench/work/<tier>/"
+        "lake after --keep): Iceberg metadata holds absolute paths, so the copy goes back to the same place",
+    )
     run.add_argument("--work", type=Path, default=Path("var/bench/work"))
     run.add_argument("--results", type=Path, default=Path("var/bench/results"))
 
@@ -63,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown stages: {', '.join(sorted(unknown))}")
         if args.repeat < 1:
             parser.error("--repeat must be at least 1")
+        if args.seed_lake is not None:
+            if len(args.tier or ["S"]) != 1 or "ingest" in stages:
+                parser.error("--seed-lake takes one --tier and --stages without ingest")
+            if not (args.seed_lake / "catalog.db").is_file():
+                parser.error(f"--seed-lake {args.seed_lake}: no catalog.db in it")
         config = BenchConfig(
             tiers=args.tier or ["S"],
             repeat=args.repeat,
@@ -71,11 +83,13 @@ def main(argv: list[str] | None = None) -> int:
             work_root=args.work,
             results_dir=args.results,
             freshness_probes=args.freshness_probes,
+            query_runs=args.query_runs,
             rentgen_tiers=tuple(t.strip() for t in args.rentgen_tiers.split(",") if t.strip()),
             rentgen_workers=args.rentgen_workers,
             rentgen_python=args.rentgen_python,
             label=args.label,
             keep=args.keep,
+            seed_lake=args.seed_lake.resolve() if args.seed_lake else None,
             command=shlex.join(
                 ["python", "-m", "lineage.bench", *(argv if argv is not None else sys.argv[1:])]
             ),

@@ -1,24 +1,39 @@
-"""Stage ``queries`` (issue 6, measurement 4) -- A HOOK, NOT IMPLEMENTED YET.
+"""Stage ``queries`` (issue 6, measurement 4): the ``lineage`` CLI on the tier's built lake.
 
-To be filled in once the ``lineage`` CLI exists: ``lineage upstream/downstream`` at depth 1, 3 and 10 from
-hub and leaf nodes on tier M, each query a new process (start included), p50 and p95, peak memory of the
-CLI; and, if Data.Rentgen's server runs here, its lineage endpoint on the same data.
+``lineage upstream`` and ``lineage downstream`` at depth 1, 3 and 10, from a hub dataset and from a leaf
+dataset, each invocation a new process of the installed console script (interpreter start, imports,
+catalog open, table reads and the traversal all included). One untimed run per query first checks that it
+answers (exit 0, JSON) and records how many nodes and edges it returned; then ``runs`` timed runs give
+p50, p95, min and max of the wall time and the peak memory of the process.
 
-The runner calls :func:`run_queries` after the build stage, while the tier's lake (raw tables and every
-``lake.lineage.*`` table, built) still exists, and stores what it returns under ``stages.queries`` of the
-results JSON; :mod:`lineage.bench.report` prints ``status`` and, when present, the ``rows`` (a list of
-dicts with ``query``, ``node``, ``depth``, ``p50_s``, ``p95_s``, ``peak_mib``).
+The nodes come from the generated estate, so they are known without querying the lake:
+
+- **hub**: the hub dataset read by the most jobs (one of the ~1% of tables ~30% of the readers read);
+- **leaf**: a dataset some job writes and no job reads, the one with the longest chain of jobs upstream
+  (so ``upstream --depth 10`` has ten hops to walk).
+
+Both are named by their location (``s3a://...``), which the CLI resolves to the canonical dataset like any
+other alias. Data.Rentgen's lineage endpoint is not measured: its server would need the tier's events in
+its own PostgreSQL first (the side by side consumes tier S only).
 """
 
 from __future__ import annotations
 
+import json
+import statistics
+import subprocess
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lineage.bench.measure import ProcessResult
-from lineage.bench.workload import Estate
+from lineage.bench.workload import Dataset, Estate
+
+DEPTHS = (1, 3, 10)
+DIRECTIONS = ("upstream", "downstream")
+DEFAULT_RUNS = 10
 
 
 @dataclass
@@ -30,15 +45,132 @@ class QueryContext:
     work_dir: Path  # a folder for this stage's files and logs
     settings_file: Path  # JSON overrides for load_settings: this tier's catalog (LINEAGE_CONFIG-free)
     env: dict[str, str]  # environment for child processes (LINEAGE__* variables pointing at this lake)
-    estate: Estate  # the generated jobs and datasets: ``Estate.hub_names``, datasets without readers ...
+    estate: Estate  # the generated jobs and datasets
     run_measured: Callable[..., ProcessResult]  # lineage.bench.measure.run_measured (wall time, peak memory)
     python: Sequence[str]  # the interpreter of the project venv, e.g. [".venv/bin/python"]
+    runs: int = DEFAULT_RUNS  # timed runs per query
+
+
+def _readers(estate: Estate) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for job in estate.jobs:
+        for index in set(job.inputs):
+            counts[index] = counts.get(index, 0) + 1
+    return counts
+
+
+def _upstream_depth(estate: Estate, limit: int = 12) -> dict[int, int]:
+    """Per dataset: the longest chain of writing jobs above it, in jobs, capped at ``limit``.
+
+    Computed in rounds (Bellman-Ford style, at most ``limit``), so cycles in the estate cannot loop.
+    """
+    writers: dict[int, list[list[int]]] = {}
+    for job in estate.jobs:
+        for out in job.outputs:
+            writers.setdefault(out, []).append(job.inputs)
+    depth = {d.index: 0 for d in estate.datasets}
+    for _ in range(limit):
+        changed = False
+        for out, input_lists in writers.items():
+            best = max(1 + max((depth.get(i, 0) for i in inputs), default=0) for inputs in input_lists)
+            best = min(best, limit)
+            if best > depth.get(out, 0):
+                depth[out] = best
+                changed = True
+        if not changed:
+            break
+    return depth
+
+
+def _name(d: Dataset) -> str:
+    return f"dataset:{d.namespace}/{d.name}"
+
+
+def pick_nodes(estate: Estate) -> dict[str, tuple[Dataset, str]]:
+    """``{"hub": (dataset, why), "leaf": (dataset, why)}`` from the estate."""
+    readers = _readers(estate)
+    by_index = {d.index: d for d in estate.datasets}
+    hubs = [d for d in estate.datasets if d.hub and d.namespace]
+    if not hubs:
+        raise ValueError("the estate has no hub dataset")
+    hub = max(hubs, key=lambda d: (readers.get(d.index, 0), -d.index))
+    written = {i for job in estate.jobs for i in job.outputs}
+    depth = _upstream_depth(estate)
+    leaves = [by_index[i] for i in written if i not in readers and by_index[i].namespace]
+    if not leaves:
+        raise ValueError("the estate has no dataset that is written and never read")
+    leaf = max(leaves, key=lambda d: (depth.get(d.index, 0), -d.index))
+    return {
+        "hub": (hub, f"read by {readers.get(hub.index, 0)} jobs"),
+        "leaf": (leaf, f"read by no job, {depth.get(leaf.index, 0)} jobs deep upstream"),
+    }
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Linear-interpolated percentile (``share`` in 0..1) of at least one value."""
+    data = sorted(values)
+    if len(data) == 1:
+        return data[0]
+    position = share * (len(data) - 1)
+    low = int(position)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (position - low)
+
+
+def _command(ctx: QueryContext, direction: str, node: str, depth: int) -> list[str]:
+    script = Path(ctx.python[0]).parent / "lineage"
+    return [str(script), direction, node, "--depth", str(depth), "--json"]
 
 
 def run_queries(ctx: QueryContext) -> dict[str, Any]:
-    """Measure the CLI queries. Placeholder: reports that the stage is not implemented."""
+    """Measure every (direction, node, depth) query; rows for the report."""
+    ctx.work_dir.mkdir(parents=True, exist_ok=True)
+    nodes = pick_nodes(ctx.estate)
+    rows: list[dict[str, Any]] = []
+    for which, (dataset, _why) in nodes.items():
+        for direction in DIRECTIONS:
+            for depth in DEPTHS:
+                command = _command(ctx, direction, _name(dataset), depth)
+                started = time.monotonic()
+                check = subprocess.run(command, env=ctx.env, capture_output=True, text=True, check=False)
+                first_s = time.monotonic() - started
+                if check.returncode != 0:
+                    raise RuntimeError(
+                        f"{' '.join(command)} exited {check.returncode}: {check.stderr.strip()[-2000:]}"
+                    )
+                answer = json.loads(check.stdout)
+                walls, peaks = [], []
+                for i in range(1, ctx.runs + 1):
+                    label = f"{direction}-{which}-d{depth}-{i}"
+                    done = ctx.run_measured(command, log=ctx.work_dir / f"{label}.log", env=ctx.env)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{label} exited {done.returncode}; log {done.log}")
+                    walls.append(done.wall_s)
+                    peaks.append(done.peak_rss_mib)
+                rows.append(
+                    {
+                        "query": direction,
+                        "node": which,
+                        "name": _name(dataset),
+                        "depth": depth,
+                        "nodes": len(answer.get("nodes", [])),
+                        "edges": len(answer.get("edges", [])),
+                        "runs": len(walls),
+                        "first_s": round(first_s, 3),
+                        "p50_s": round(statistics.median(walls), 3),
+                        "p95_s": round(percentile(walls, 0.95), 3),
+                        "min_s": round(min(walls), 3),
+                        "max_s": round(max(walls), 3),
+                        "peak_mib": round(max(peaks), 1),
+                    }
+                )
+    every = [r["p95_s"] for r in rows]
     return {
-        "status": "not implemented",
-        "reason": "the lineage CLI does not exist yet (hook: lineage.bench.queries.run_queries)",
+        "status": "ok",
         "tier": ctx.tier,
+        "nodes": {k: {"name": _name(d), "why": why} for k, (d, why) in nodes.items()},
+        "rows": rows,
+        "p95_max_s": max(every),
+        "p50_median_s": statistics.median(r["p50_s"] for r in rows),
+        "peak_mib_max": max(r["peak_mib"] for r in rows),
     }

@@ -4,13 +4,15 @@ Stages (``--stages``, default all), each job a fresh process measured from outsi
 its process tree) and from inside (:mod:`lineage.bench.stage`: JVM start vs. the measured work):
 
 ``ingest``
-    per repetition: the parse-only bound (Kafka source + envelope parsing into the ``noop`` sink), then the
-    real ingestion (``run_ingest``, ``availableNow``) into a fresh catalog. Both read the whole topic.
+    per repetition: the read-only bound (the Kafka source alone into the ``noop`` sink), the parse-only bound
+    (Kafka source + envelope parsing into the ``noop`` sink), then the real ingestion (``run_ingest``,
+    ``availableNow``) into a fresh catalog. All three read the whole topic.
 ``build``
     full build (``--full-refresh``) of the last ingestion's lake, repeated; then per repetition one more 1%
     slice of the workload (``delta<k>``) is produced, ingested, and built incrementally.
 ``queries``
-    the hook in :mod:`lineage.bench.queries` (the CLI part, filled in later), on the built lake.
+    :mod:`lineage.bench.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
+    dataset of the built lake, every run a new CLI process.
 ``freshness``
     the ingestion with the configured (default) trigger on an empty topic; probe events are produced at
     random moments and the time until the Iceberg commit that makes each visible in ``raw.events`` is taken
@@ -19,7 +21,10 @@ its process tree) and from inside (:mod:`lineage.bench.stage`: JVM start vs. the
     the side by side with Data.Rentgen on a Kafka 3.9 broker (:mod:`lineage.bench.rentgen`).
 
 The results go to ``var/bench/results/<tier>.json`` (rewritten after every stage, so a failed run keeps
-what it measured) and a copy under ``var/bench/results/history/``.
+what it measured) and a copy under ``var/bench/results/history/``. A stage left out of ``--stages`` keeps
+its result from the tier's previous results file (same seed and tier), marked with the start of the run
+that measured it; ``--seed-lake`` starts from a kept lake, so ``--stages build,queries`` needs no new
+ingestion.
 """
 
 from __future__ import annotations
@@ -77,11 +82,13 @@ class BenchConfig:
     work_root: Path = Path("var/bench/work")
     results_dir: Path = Path("var/bench/results")
     freshness_probes: int = 8
+    query_runs: int = 10
     rentgen_tiers: tuple[str, ...] = ("S",)
     rentgen_workers: int = 4
     rentgen_python: Path = Path(".venv-rentgen/bin/python")
     label: str = ""
     keep: bool = False
+    seed_lake: Path | None = None  # start from a copy of this lake (raw tables + checkpoint of this tier)
     command: str = ""
     stage_timeout_s: float = 4 * 3600.0
 
@@ -119,6 +126,7 @@ class TierRun:
     config: BenchConfig
     tier_name: str
     results: dict[str, Any] = field(default_factory=dict)
+    previous_stages: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tier = TIERS[self.tier_name]
@@ -142,9 +150,25 @@ class TierRun:
         self.results_file.parent.mkdir(parents=True, exist_ok=True)
         self.results_file.write_text(json.dumps(self.results, indent=2, default=str))
 
+    def _previous_stages(self) -> dict[str, Any]:
+        """Stage results of the last run of this tier with the same seed (kept for stages not run now)."""
+        try:
+            previous = json.loads(self.results_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+        if previous.get("seed") != self.config.seed or previous.get("tier_spec") != vars(self.tier):
+            return {}
+        stages = previous.get("stages", {})
+        for result in stages.values():
+            result.setdefault("measured_in_run_started_at", previous.get("started_at"))
+            result.setdefault("measured_in_run_label", previous.get("label", ""))
+            result.setdefault("measured_in_run_repeat", previous.get("repeat"))
+        return {k: v for k, v in stages.items() if v.get("status") == "ok"}
+
     def stage_result(self, name: str, fn: Callable[[], dict[str, Any]]) -> None:
         if name not in self.config.stages:
-            self.results["stages"][name] = {"status": "not run", "reason": "not in --stages"}
+            kept = self.previous_stages.get(name)
+            self.results["stages"][name] = kept or {"status": "not run", "reason": "not in --stages"}
             return
         log.info("[%s] stage %s", self.tier_name, name)
         started = time.monotonic()
@@ -197,6 +221,7 @@ class TierRun:
 
     # -- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
+        self.previous_stages = self._previous_stages()
         if self.work.exists():
             shutil.rmtree(self.work)
         self.logs.mkdir(parents=True)
@@ -239,6 +264,11 @@ class TierRun:
                 self.results["workload"] = self.load(broker)
                 self.save()
                 lake = Lake(self.work / "lake")
+                if self.config.seed_lake is not None:
+                    # A lake this tier's ingestion landed earlier (raw tables + checkpoint), e.g. kept with
+                    # --keep: the build and query stages run on it without ingesting again.
+                    shutil.copytree(self.config.seed_lake, lake.root)
+                    self.results["seed_lake"] = str(self.config.seed_lake)
                 self.stage_result("ingest", lambda: self.ingest_stage(broker, lake))
                 self.stage_result("build", lambda: self.build_stage(broker, lake))
                 self.stage_result("queries", lambda: self.queries_stage(broker, lake))
@@ -296,19 +326,19 @@ class TierRun:
 
     # -- ingest ---------------------------------------------------------------------------------------
     def ingest_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
-        parse_runs, ingest_runs = [], []
-        for i in range(1, self.config.repeat + 1):
-            scratch = Lake(self.work / f"parse-{i}")
-            parse_runs.append(
-                self.spark_stage(
-                    "parse",
-                    f"parse-{i}",
-                    scratch.overrides(broker.bootstrap_servers, self.topic),
-                    "--checkpoint",
-                    str(scratch.checkpoint),
-                )
-            )
+        read_runs, parse_runs, ingest_runs = [], [], []
+
+        def noop_sink_run(stage: str, i: int) -> dict[str, Any]:
+            """The read-only or parse-only bound: the topic into the ``noop`` sink, a scratch checkpoint."""
+            scratch = Lake(self.work / f"{stage}-{i}")
+            overrides = scratch.overrides(broker.bootstrap_servers, self.topic)
+            run = self.spark_stage(stage, f"{stage}-{i}", overrides, "--checkpoint", str(scratch.checkpoint))
             shutil.rmtree(scratch.root, ignore_errors=True)
+            return run
+
+        for i in range(1, self.config.repeat + 1):
+            read_runs.append(noop_sink_run("read", i))
+            parse_runs.append(noop_sink_run("parse", i))
             target = lake if i == self.config.repeat else Lake(self.work / f"ingest-{i}")
             ingest_runs.append(
                 self.spark_stage(
@@ -317,7 +347,7 @@ class TierRun:
             )
             if target is not lake:
                 shutil.rmtree(target.root, ignore_errors=True)
-        for run in parse_runs:
+        for run in (*read_runs, *parse_runs):
             run["messages_per_s"] = run["rows_in"] / run["work_s"]
         for run in ingest_runs:
             run["messages_per_s"] = run["rows_in"] / run["work_s"]
@@ -326,6 +356,11 @@ class TierRun:
         parse_rate = measure.summarize(r["messages_per_s"] for r in parse_runs)
         ingest_rate = measure.summarize(r["messages_per_s"] for r in ingest_runs)
         return {
+            "read_only": {
+                "runs": read_runs,
+                "messages_per_s": measure.summarize(r["messages_per_s"] for r in read_runs),
+                "peak_mib": measure.summarize(r["peak_mib"] for r in read_runs),
+            },
             "parse_only": {
                 "runs": parse_runs,
                 "messages_per_s": parse_rate,
@@ -389,7 +424,7 @@ class TierRun:
             },
         }
 
-    # -- queries (hook) -------------------------------------------------------------------------------
+    # -- queries -------------------------------------------------------------------------------
     def queries_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
         from lineage.bench.queries import QueryContext, run_queries
 
@@ -415,6 +450,7 @@ class TierRun:
             estate=self.workload.estate,
             run_measured=measure.run_measured,
             python=self.python,
+            runs=self.config.query_runs,
         )
         return run_queries(ctx)
 

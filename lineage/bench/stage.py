@@ -8,6 +8,8 @@
 - ``parse``: the parse-only bound. The same Kafka source (:func:`lineage.ingest.stream.kafka_source`) and the
   same envelope parsing (:func:`lineage.transforms.envelope.parse_messages`) into Spark's ``noop`` sink,
   ``availableNow``: read the topic, parse every envelope, write nothing.
+- ``read``: the read-only bound: the same Kafka source into the ``noop`` sink, nothing parsed (what
+  reading the topic alone costs on this machine).
 - ``build``: :func:`lineage.build.model_build.build_lineage` (what ``jobs/build_lineage.py`` runs inside
   ``observed_build``).
 - ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness stage.
@@ -61,16 +63,17 @@ def _ingest(settings: Settings, result: dict[str, Any], trigger: str | None) -> 
     spark.stop()
 
 
-def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path) -> None:
+def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: bool = True) -> None:
     from lineage.ingest.stream import kafka_source
     from lineage.spark import build_session
     from lineage.transforms.envelope import parse_messages
 
-    spark = build_session(settings, "bench-parse")
+    spark = build_session(settings, "bench-parse" if parse else "bench-read")
     result["session_ready"] = time.time()
     result["work_start"] = time.time()
+    source = kafka_source(spark, settings, "earliest")
     query = (
-        parse_messages(kafka_source(spark, settings, "earliest"))
+        (parse_messages(source) if parse else source)
         .writeStream.format("noop")
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
@@ -108,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("stage", choices=["ingest", "parse", "build", "stream"])
+    parser.add_argument("stage", choices=["ingest", "parse", "read", "build", "stream"])
     parser.add_argument("--settings", type=Path, required=True, help="JSON overrides for load_settings")
     parser.add_argument("--out", type=Path, required=True, help="where the timings go (JSON)")
     parser.add_argument("--checkpoint", type=Path, help="parse: checkpoint of the noop query")
@@ -123,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         _ingest(settings, result, "availableNow")
     elif args.stage == "stream":
         _ingest(settings, result, None)
-    elif args.stage == "parse":
+    elif args.stage in ("parse", "read"):
         if args.checkpoint is None:
-            parser.error("parse needs --checkpoint")
-        _parse(settings, result, args.checkpoint)
+            parser.error(f"{args.stage} needs --checkpoint")
+        _parse(settings, result, args.checkpoint, parse=args.stage == "parse")
     else:
         now = datetime.fromisoformat(args.now.replace("Z", "+00:00")) if args.now else None
         _build(settings, result, args.full_refresh, now)

@@ -177,37 +177,48 @@ class _Build:
     def derived(self) -> None:
         rules = sorted(self.settings.build.alias_rules.items())
         rounds = self.settings.build.alias_max_iterations
-        mentions = self.spark.table(self.t("dataset_mentions")).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            runs = self.spark.table(self.t("runs"))
-            self._write(
-                "dataset_aliases",
-                model.dataset_aliases(mentions, rules, max_iterations=rounds),
-            )
-            aliases = self.spark.table(self.t("dataset_aliases"))
-            self._write("datasets", model.datasets(mentions, aliases))
-            self._write("dataset_schemas", model.dataset_schemas(mentions, aliases))
-            self._write("run_io", model.run_io(mentions, aliases))
-            io = self.spark.table(self.t("run_io"))
-            self._write("job_edges", model.job_edges(io, runs, model.static_io(mentions, aliases)))
-            edges = self.spark.table(self.t("job_edges"))
-            self._write("dataset_edges", model.dataset_edges(edges))
-            self._write("job_summary", model.job_summary(runs, edges))
-            self._write(
-                "dataset_summary",
-                model.dataset_summary(
-                    self.spark.table(self.t("datasets")),
-                    edges,
-                    self.spark.table(self.t("dataset_edges")),
-                    io,
-                    runs,
-                    self.spark.table(self.t("dataset_schemas")),
-                ),
-            )
-            self._write("column_edges", columns.column_edges(mentions, aliases, alias_rules=rules))
-            self._write("column_paths", self._column_paths(self.spark.table(self.t("column_edges"))))
-        finally:
-            mentions.unpersist()
+        # Read from the table each time, not cached: at a million events the mentions (schemas of up to
+        # hundreds of fields, column-lineage JSON) do not fit the driver; the compressed table reads fast.
+        mentions = self.spark.table(self.t("dataset_mentions"))
+        runs = self.spark.table(self.t("runs"))
+        self._write("dataset_aliases", self._aliases(mentions, rules, rounds))
+        aliases = self.spark.table(self.t("dataset_aliases"))
+        self._write("datasets", model.datasets(mentions, aliases))
+        self._write("dataset_schemas", model.dataset_schemas(mentions, aliases))
+        self._write("run_io", model.run_io(mentions, aliases))
+        io = self.spark.table(self.t("run_io"))
+        self._write("job_edges", model.job_edges(io, runs, model.static_io(mentions, aliases)))
+        edges = self.spark.table(self.t("job_edges"))
+        self._write("dataset_edges", model.dataset_edges(edges))
+        self._write("job_summary", model.job_summary(runs, edges))
+        self._write(
+            "dataset_summary",
+            model.dataset_summary(
+                self.spark.table(self.t("datasets")),
+                edges,
+                self.spark.table(self.t("dataset_edges")),
+                io,
+                runs,
+                self.spark.table(self.t("dataset_schemas")),
+            ),
+        )
+        self._write("column_edges", columns.column_edges(mentions, aliases, alias_rules=rules))
+        self._write("column_paths", self._column_paths(self.spark.table(self.t("column_edges"))))
+
+    def _aliases(self, mentions: DataFrame, rules: list[tuple[str, str]], rounds: int) -> DataFrame:
+        """:func:`model.dataset_aliases` with each label round materialised, stopping at the first round that
+        changes no label (real components are 2-3 names across, so a few rounds instead of all of them)."""
+        graph = model.alias_graph(mentions, rules)
+        edges = graph.edges.localCheckpoint()
+        labels = graph.labels.localCheckpoint()
+        for done in range(1, rounds + 1):
+            nxt = model.propagate_labels(labels, edges).localCheckpoint()
+            settled = model.labels_changed(labels, nxt).isEmpty()
+            labels = nxt
+            if settled:
+                log.info("dataset aliases: labels settled after %d rounds", done)
+                break
+        return model.resolve_aliases(graph, labels)
 
     def _column_paths(self, edges: DataFrame) -> DataFrame:
         """Breadth-first rounds over the column edges, each materialised, stopping once a round adds
@@ -257,7 +268,8 @@ def build_lineage(
     everything = lake.read_at(spark, build.raw, current)
     if previous is None:
         mode = "full"
-        everything = everything.persist(StorageLevel.MEMORY_AND_DISK)
+        # Not persisted: at a million events the JSON alone is gigabytes (a cache of it ran a 2 GB driver out
+        # of memory); each step reads the compressed columns it needs from the table instead.
         new_events = everything.count()
         if lake.table_exists(spark, build.t(STATE_TABLE)):
             # Forget the old state first: a full refresh killed half-way is then finished by any next build.

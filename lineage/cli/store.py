@@ -12,6 +12,7 @@ import difflib
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -122,9 +123,7 @@ class LineageStore:
         if self._catalog is None:
             cat = self.settings.catalog
             if cat.embedded and not Path(cat.sqlite_path).is_file():
-                raise LookupError_(
-                    f"no catalog at {cat.sqlite_path}: run the ingestion and the build first (make demo)"
-                )
+                raise LookupError_(_no_catalog(cat.sqlite_path))
             from lineage.io.catalog import open_catalog
 
             try:
@@ -133,6 +132,32 @@ class LineageStore:
                 raise LookupError_(f"cannot open catalog {cat.name!r}: {_first_line(exc)}") from exc
         return self._catalog
 
+    def _embedded_table(self, ident: tuple[str, str]) -> Any:
+        """A table of the embedded catalog, read-only and without SQLAlchemy: its current metadata file is
+        looked up in the JDBC catalog's ``iceberg_tables`` (the schema Spark and pyiceberg share) and opened
+        as a static table. Half of a short query's start-up was importing and opening the SQL catalog.
+        None when the file has no such catalog table (the full catalog then answers, or fails clearly)."""
+        import sqlite3
+
+        cat = self.settings.catalog
+        path = Path(cat.sqlite_path)
+        if not path.is_file():
+            raise LookupError_(_no_catalog(cat.sqlite_path))
+        try:
+            with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                found = db.execute(
+                    "SELECT metadata_location FROM iceberg_tables "
+                    "WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+                    (cat.name, *ident),
+                ).fetchone()
+        except sqlite3.Error:
+            return None
+        if found is None or not found[0]:
+            raise LookupError_(_missing_table(cat.name, ident))
+        from pyiceberg.table import StaticTable
+
+        return StaticTable.from_metadata(found[0])
+
     def rows(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> list[dict]:
         """Rows of ``lineage.<table>`` as dicts (optionally only some columns, filtered by pyiceberg)."""
         return self.arrow(table, columns, row_filter).to_pylist()
@@ -140,15 +165,14 @@ class LineageStore:
     def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
         ident = (self.settings.catalog.lineage_namespace, table)
         try:
-            loaded = self.catalog.load_table(ident)
+            loaded = self._embedded_table(ident) if self.settings.catalog.embedded else None
+            if loaded is None:
+                loaded = self.catalog.load_table(ident)
         except LookupError_:
             raise
         except Exception as exc:
             if type(exc).__name__ in ("NoSuchTableError", "NoSuchNamespaceError"):
-                raise LookupError_(
-                    f"{self.settings.catalog.name}.{'.'.join(ident)} does not exist: run the build first "
-                    "(jobs/build_lineage.py or make build)"
-                ) from exc
+                raise LookupError_(_missing_table(self.settings.catalog.name, ident)) from exc
             raise LookupError_(f"cannot read {'.'.join(ident)}: {_first_line(exc)}") from exc
         kwargs: dict[str, Any] = {}
         if columns:
@@ -157,28 +181,45 @@ class LineageStore:
             kwargs["row_filter"] = row_filter
         return loaded.scan(**kwargs).to_arrow()
 
+    # Whole rows (schemas, details) are read only by the commands that show them; a query reads the few
+    # columns it walks, column by column, which is what keeps a query on a large estate fast.
     @cached_property
     def datasets(self) -> dict[str, dict]:
         return {r["dataset_id"]: r for r in self.rows("datasets")}
 
     @cached_property
+    def _dataset_columns(self) -> Any:
+        return self.arrow("datasets", ("dataset_id", "namespace", "name"))
+
+    @cached_property
     def dataset_nodes(self) -> dict[str, Node]:
-        return {i: Node(DATASET, r["namespace"], r["name"], i) for i, r in self.datasets.items()}
+        ids, namespaces, names = (self._dataset_columns.column(c).to_pylist() for c in _DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(ids, namespaces, names, strict=True)}
+
+    @cached_property
+    def _alias_columns(self) -> Any:
+        return self.arrow("dataset_aliases", ("alias_namespace", "alias_name", "dataset_id", "alias_kind"))
 
     @cached_property
     def aliases(self) -> list[dict]:
-        return self.rows("dataset_aliases")
+        return list(self._alias_columns.to_pylist())
 
     @cached_property
-    def jobs(self) -> dict[tuple[str, str], dict]:
-        found = {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
-        if not found and not self.datasets:
+    def job_keys(self) -> set[tuple[str, str]]:
+        table = self.arrow("jobs", ("job_namespace", "job_name"))
+        found = set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+        if not found and not len(self._dataset_columns):
             raise LookupError_("the lineage tables are empty: nothing has been ingested and built yet")
         return found
 
     @cached_property
+    def jobs(self) -> dict[tuple[str, str], dict]:
+        self.job_keys  # noqa: B018 -- the emptiness check
+        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
+
+    @cached_property
     def job_summary(self) -> dict[tuple[str, str], dict]:
-        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary")}
+        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary", _SUMMARY_COLUMNS)}
 
     @cached_property
     def job_edges(self) -> list[dict]:
@@ -210,10 +251,45 @@ class LineageStore:
             if aliased is not None:
                 add(display_name(alias["alias_namespace"], alias["alias_name"]), aliased)
                 add(f"{alias['alias_namespace']}/{alias['alias_name']}", aliased)
-        for namespace, name in self.jobs:
+        for namespace, name in self.job_keys:
             node = self.job_node(namespace, name)
             add(f"{namespace}/{name}", node)
         return names
+
+    def _exact(self, key: str) -> set[Node]:
+        """The nodes one of whose full names is ``key`` (any spelling of :func:`_variants`, with or without a
+        trailing slash): what :attr:`_names` would answer, computed on the name columns without building
+        the whole dictionary."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        wanted = pa.array(sorted({v for k in _variants(key) for v in (k, k.rstrip("/"))}), pa.string())
+        found: set[Node] = set()
+        for table, ns_col, name_col in (
+            (self._dataset_columns, "namespace", "name"),
+            (self._alias_columns, "alias_namespace", "alias_name"),
+        ):
+            ns, name = table.column(ns_col), table.column(name_col)
+            plain = pc.binary_join_element_wise(ns, name, "/")
+            glue = pc.if_else(pc.match_substring(ns, "://"), "", "://")
+            shown = pc.if_else(
+                pc.starts_with(name, "/"), pc.binary_join_element_wise(ns, glue, name, ""), plain
+            )
+            hit = None
+            for form in (plain, shown):
+                for spelled in (form, pc.utf8_rtrim(form, "/")):
+                    match = pc.is_in(spelled, value_set=wanted)
+                    hit = match if hit is None else pc.or_(hit, match)
+            for dataset in table.filter(hit).column("dataset_id").to_pylist():
+                node = self.dataset_nodes.get(dataset)
+                if node is not None:
+                    found.add(node)
+        keys = set(wanted.to_pylist())
+        for namespace, name in self.job_keys:
+            text = f"{namespace}/{name}"
+            if text in keys or text.rstrip("/") in keys:
+                found.add(self.job_node(namespace, name))
+        return found
 
     @cached_property
     def _short_names(self) -> dict[str, set[Node]]:
@@ -224,7 +300,7 @@ class LineageStore:
             aliased = self.dataset_nodes.get(alias["dataset_id"])
             if aliased is not None:
                 short.setdefault(alias["alias_name"], set()).add(aliased)
-        for namespace, name in self.jobs:
+        for namespace, name in self.job_keys:
             short.setdefault(name, set()).add(self.job_node(namespace, name))
         return short
 
@@ -248,9 +324,7 @@ class LineageStore:
         for prefix in (JOB, DATASET):
             if key.startswith(prefix + ":") and not key.startswith(prefix + "://"):
                 kind, key = prefix, key[len(prefix) + 1 :]
-        candidates = set()
-        for variant in _variants(key):
-            candidates |= self._names.get(variant, set()) | self._names.get(variant.rstrip("/"), set())
+        candidates = self._exact(key)
         if not candidates:
             candidates = set(self._short_names.get(key, set()))
         if not candidates:  # last segment of a path or a dotted table name: orders, supplier_stats
@@ -473,6 +547,19 @@ _COLUMN_EDGE_KEY = (
 )
 
 
+_DATASET_KEY = ("dataset_id", "namespace", "name")
+_SUMMARY_COLUMNS = (
+    "job_namespace",
+    "job_name",
+    "last_run_state",
+    "last_run_id",
+    "last_run_reported_state",
+    "run_count",
+    "lost_runs",
+    "failed_runs",
+)
+
+
 def _variants(key: str) -> list[str]:
     """The spellings a user may type for the same dataset (Hadoop s3a/s3n schemes, trailing slash)."""
     out = [key]
@@ -487,6 +574,15 @@ def _expressions() -> Any:
     import pyiceberg.expressions
 
     return pyiceberg.expressions
+
+
+def _no_catalog(path: Path) -> str:
+    return f"no catalog at {path}: run the ingestion and the build first (make demo)"
+
+
+def _missing_table(catalog: str, ident: tuple[str, str]) -> str:
+    table = f"{catalog}.{'.'.join(ident)}"
+    return f"{table} does not exist: run the build first (jobs/build_lineage.py or make build)"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 from lineage.transforms.model_common import dataset_id
 from lineage.transforms.model_datasets import (
+    AliasGraph,
+    alias_graph,
     apply_alias_rules,
     canonical_mentions,
     dataset_aliases,
     dataset_mentions,
     dataset_schemas,
     datasets,
+    labels_changed,
     normalize_name,
     normalize_namespace,
+    propagate_labels,
+    resolve_aliases,
     schema_hash,
 )
 from lineage.transforms.model_graph import (
@@ -42,9 +47,11 @@ from lineage.transforms.model_graph import (
     run_io,
     static_io,
 )
-from lineage.transforms.model_runs import distinct_run_events, heartbeat_gaps, jobs, run_liveness, runs
+from lineage.transforms.model_runs import heartbeat_gaps, jobs, run_liveness, runs
 
 __all__ = [
+    "AliasGraph",
+    "alias_graph",
     "apply_alias_rules",
     "canonical_mentions",
     "dataset_aliases",
@@ -54,13 +61,15 @@ __all__ = [
     "dataset_schemas",
     "dataset_summary",
     "datasets",
-    "distinct_run_events",
     "heartbeat_gaps",
     "job_edges",
     "job_summary",
     "jobs",
+    "labels_changed",
     "normalize_name",
     "normalize_namespace",
+    "propagate_labels",
+    "resolve_aliases",
     "run_io",
     "run_liveness",
     "runs",

@@ -7,6 +7,8 @@ key (``s3a``/``s3n`` are Hadoop client schemes for the same objects), no trailin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -212,7 +214,10 @@ def dataset_aliases(
     catalog alias), then the lexicographically smallest (namespace, name). Components are found by min-label
     propagation over ``max_iterations`` rounds (enough for components of diameter up to that; real ones are
     2-3), all lazily: no action is run, and the plan references ``mentions`` once per round, so callers
-    should persist ``mentions``.
+    should persist ``mentions``. The build runs the same steps (:func:`alias_graph`,
+    :func:`propagate_labels`, :func:`resolve_aliases`) with every round materialised, stopping at the first
+    round that changes no label: the result is the same, without planning and shuffling rounds that cannot
+    change anything.
 
     ``alias_kind`` is the first step that changed the name: ``self`` (the alias is the canonical name),
     ``normalized`` (naming-spec normalisation), ``alias_rule`` (a user rule), ``symlink`` (merged through the
@@ -227,6 +232,26 @@ def dataset_aliases(
         ``alias_namespace, alias_name, dataset_namespace, dataset_name, dataset_id, alias_kind``, one row per
         alias (as reported, normalised, or as a symlink identifier).
     """
+    graph = alias_graph(mentions, alias_rules)
+    labels = graph.labels
+    for _ in range(max_iterations):
+        labels = propagate_labels(labels, graph.edges)
+    return resolve_aliases(graph, labels)
+
+
+@dataclass(frozen=True)
+class AliasGraph:
+    """The alias graph of :func:`dataset_aliases`: every name form, the initial labels, the edges."""
+
+    forms: (
+        DataFrame  # alias_namespace, alias_name, norm_namespace, norm_name, rank, node_namespace, node_name
+    )
+    labels: DataFrame  # node_namespace, node_name, label (rank, ns, n): each node labelled by itself
+    edges: DataFrame  # src_ns, src_n, dst_ns, dst_n: undirected links plus a self-loop per node
+
+
+def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None = None) -> AliasGraph:
+    """Nodes, initial labels and edges of the alias graph (see :func:`dataset_aliases`); lazy."""
     reported = mentions.select("raw_namespace", "raw_name", "namespace", "name", "symlinks")
     as_reported = reported.select(
         F.col("raw_namespace").alias("alias_namespace"),
@@ -296,15 +321,34 @@ def dataset_aliases(
         )
         .distinct()
     )
-    for _ in range(max_iterations):
-        spread = labels.select(
-            F.col("node_namespace").alias("dst_ns"), F.col("node_name").alias("dst_n"), "label"
-        )
-        labels = (
-            edges.join(spread, ["dst_ns", "dst_n"])
-            .groupBy(F.col("src_ns").alias("node_namespace"), F.col("src_n").alias("node_name"))
-            .agg(F.min("label").alias("label"))
-        )
+    return AliasGraph(forms, labels, edges)
+
+
+def propagate_labels(labels: DataFrame, edges: DataFrame) -> DataFrame:
+    """One round of min-label propagation: every node takes the smallest label among itself and its
+    neighbours. Labels only ever decrease, so a round that changes none is a fixed point."""
+    spread = labels.select(
+        F.col("node_namespace").alias("dst_ns"), F.col("node_name").alias("dst_n"), "label"
+    )
+    return (
+        edges.join(spread, ["dst_ns", "dst_n"])
+        .groupBy(F.col("src_ns").alias("node_namespace"), F.col("src_n").alias("node_name"))
+        .agg(F.min("label").alias("label"))
+    )
+
+
+def labels_changed(before: DataFrame, after: DataFrame) -> DataFrame:
+    """Nodes whose label differs between two rounds (empty at the fixed point)."""
+    node = ["node_namespace", "node_name"]
+    return after.join(before.withColumnRenamed("label", "_before"), node).where(
+        F.col("label") != F.col("_before")
+    )
+
+
+def resolve_aliases(graph: AliasGraph, labels: DataFrame) -> DataFrame:
+    """The ``dataset_aliases`` rows from the graph's forms and the propagated labels."""
+    node = ["node_namespace", "node_name"]
+    forms = graph.forms
     canonical_ns, canonical_n = F.col("label.ns"), F.col("label.n")
     alias_ns, alias_n = F.col("alias_namespace"), F.col("alias_name")
     kind = (

@@ -32,25 +32,6 @@ from lineage.transforms.model_common import (
 _SEVERITY = {"COMPLETE": 1, "ABORT": 2, "FAIL": 3}
 
 
-def distinct_run_events(events: DataFrame) -> DataFrame:
-    """RunEvents with duplicates removed, plus an ``event_hash`` column.
-
-    Two rows are the same event when run, type, time and JSON content are equal: the OpenLineage Kafka
-    transport and Spark's retries re-send events byte for byte, and those must not inflate ``event_count``.
-
-    Args:
-        events: rows of ``lake.raw.events``.
-
-    Returns:
-        The RunEvent rows, one per distinct event, with ``event_hash``.
-    """
-    return (
-        events.where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull())
-        .withColumn("event_hash", event_hash())
-        .dropDuplicates(["run_id", "event_type", "event_time", "event_hash"])
-    )
-
-
 def jobs(events: DataFrame) -> DataFrame:
     """One row per job (namespace, name) seen in RunEvents or JobEvents.
 
@@ -129,6 +110,15 @@ _SOURCE_CODE_FIELDS = (
 )
 
 
+def _facet(v: Column, facet: str, prefix: str, **fields: str | tuple[str, str]) -> tuple[Column, Column]:
+    """A run facet's fields as a struct ``<prefix>_facet`` (``name=key`` or ``name=(key, type)``) and
+    whether the facet is there, ``<prefix>_present``."""
+    path = f"$.run.facets.{facet}"
+    typed = {name: (spec, "string") if isinstance(spec, str) else spec for name, spec in fields.items()}
+    parts = [get(v, f"{path}.{key}", type_).alias(name) for name, (key, type_) in typed.items()]
+    return F.struct(*parts).alias(f"{prefix}_facet"), present(v, path).alias(f"{prefix}_present")
+
+
 def runs(events: DataFrame) -> DataFrame:
     """One row per run id, with the reported state folded order-independently.
 
@@ -140,7 +130,8 @@ def runs(events: DataFrame) -> DataFrame:
     ``root_*`` falls back to the parent when the producer sends no ``parent.root`` (older Spark and Airflow
     integrations): exact for the two-level hierarchies they produce (application -> action, DAG -> task).
     The error columns come from the latest FAIL event carrying the ``errorMessage`` facet, else the latest
-    event carrying it.
+    event carrying it. An event received twice (same run, type, time and JSON content: the OpenLineage Kafka
+    transport and Spark's retries re-send events byte for byte) counts once in ``event_count``.
 
     Args:
         events: rows of ``lake.raw.events``; only RunEvents are used.
@@ -153,7 +144,9 @@ def runs(events: DataFrame) -> DataFrame:
         event_count, producer``.
     """
     v = F.col("_v")
-    run_events = distinct_run_events(events).select(
+    # The facets are read before duplicates are dropped, so the shuffle carries a few small values per
+    # event instead of the event JSON (at 1M events, gigabytes).
+    parsed = events.where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull()).select(
         "run_id",
         "job_namespace",
         "job_name",
@@ -165,33 +158,48 @@ def runs(events: DataFrame) -> DataFrame:
         "root_job_name",
         "producer",
         "event_time",
-        "event_hash",
-        # The envelope upper-cases eventType; a missing one is OTHER (optional in the spec, never terminal).
-        F.coalesce(F.col("event_type"), F.lit("OTHER")).alias("state"),
+        "event_type",
+        event_hash().alias("event_hash"),
         parsed_event().alias("_v"),
     )
+    run_events = parsed.select(
+        *[c for c in parsed.columns if c != "_v"],
+        # The envelope upper-cases eventType; a missing one is OTHER (optional in the spec, never terminal).
+        F.coalesce(F.col("event_type"), F.lit("OTHER")).alias("state"),
+        *_facet(
+            v,
+            "errorMessage",
+            "_error",
+            message="message",
+            stack_trace="stackTrace",
+            language="programmingLanguage",
+        ),
+        *_facet(
+            v,
+            "nominalTime",
+            "_nominal",
+            start=("nominalStartTime", "timestamp"),
+            end=("nominalEndTime", "timestamp"),
+        ),
+        *_facet(
+            v,
+            "processing_engine",
+            "_engine",
+            name="name",
+            version="version",
+            adapter="openlineageAdapterVersion",
+        ),
+    ).dropDuplicates(["run_id", "event_type", "event_time", "event_hash"])
     state = F.col("state")
-    facets = "$.run.facets"
     severity = F.coalesce(*[F.when(state == s, F.lit(n)) for s, n in _SEVERITY.items()])
     terminal_key = F.when(state.isin(*TERMINAL_STATES), F.struct(F.col("event_time"), severity, "event_hash"))
-    error = F.struct(
-        get(v, f"{facets}.errorMessage.message").alias("message"),
-        get(v, f"{facets}.errorMessage.stackTrace").alias("stack_trace"),
-        get(v, f"{facets}.errorMessage.programmingLanguage").alias("language"),
-    )
+    error = F.col("_error_facet")
     error_key = F.when(
-        present(v, f"{facets}.errorMessage"),
+        F.col("_error_present"),
         F.struct((state == "FAIL").alias("is_fail"), F.col("event_time"), F.col("event_hash")),
     )
-    nominal = F.struct(
-        get(v, f"{facets}.nominalTime.nominalStartTime", "timestamp").alias("start"),
-        get(v, f"{facets}.nominalTime.nominalEndTime", "timestamp").alias("end"),
-    )
-    engine = F.struct(
-        get(v, f"{facets}.processing_engine.name").alias("name"),
-        get(v, f"{facets}.processing_engine.version").alias("version"),
-        get(v, f"{facets}.processing_engine.openlineageAdapterVersion").alias("adapter"),
-    )
+    nominal = F.col("_nominal_facet")
+    engine = F.col("_engine_facet")
     parent = F.struct(*[F.col(c) for c in ("parent_run_id", "parent_job_namespace", "parent_job_name")])
     root = F.struct(*[F.col(c) for c in ("root_run_id", "root_job_namespace", "root_job_name")])
     folded = run_events.groupBy("run_id").agg(
@@ -202,9 +210,9 @@ def runs(events: DataFrame) -> DataFrame:
         F.min(F.when(state == "START", F.col("event_time"))).alias("_first_start"),
         F.min("event_time").alias("_first_event"),
         F.max("event_time").alias("last_event_at"),
-        latest(nominal, present(v, f"{facets}.nominalTime")).alias("_nominal"),
+        latest(nominal, F.col("_nominal_present")).alias("_nominal"),
         F.max_by(error, error_key).alias("_error"),
-        latest(engine, present(v, f"{facets}.processing_engine")).alias("_engine"),
+        latest(engine, F.col("_engine_present")).alias("_engine"),
         F.count(F.lit(1)).alias("event_count"),
     )
     started = F.coalesce(F.col("_first_start"), F.col("_first_event"))

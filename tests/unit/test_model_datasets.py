@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from lineage.build.model_build import _Build
+from lineage.settings import load_settings
 from lineage.transforms import model
 from tests.unit.model_events import at, dataset, dataset_event, events_df, job_event, run_event, run_id, utc
 
@@ -184,6 +187,35 @@ def test_symlink_chains_form_one_component(spark: SparkSession) -> None:
     rows = _aliases(spark, events, max_iterations=4).collect()
     assert {(r.dataset_namespace, r.dataset_name) for r in rows} == {("s3://a", "t")}
     assert len(rows) == 5
+
+
+def test_build_stops_label_rounds_once_they_settle(
+    spark: SparkSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The build materialises each round and stops at the first that changes nothing: same rows as all
+    # rounds lazily, in fewer rounds; a cap below what the component needs stops it like the lazy version.
+    events = [
+        run_event("START", at(0), run_id(1), outputs=[dataset("s3://c", "t", symlinks=[(HIVE, "y")])]),
+        run_event(
+            "START", at(1), run_id(2), outputs=[dataset("s3://b", "t", symlinks=[(HIVE, "x"), (HIVE, "y")])]
+        ),
+        run_event("START", at(2), run_id(3), outputs=[dataset("s3://a", "t", symlinks=[(HIVE, "x")])]),
+        run_event("START", at(3), run_id(4), inputs=[dataset("kafka://broker:9092", "orders")]),
+    ]
+    mentions = model.dataset_mentions(events_df(spark, events)).cache()
+    build = _Build(spark, load_settings(), at(100))
+    with caplog.at_level(logging.INFO, logger="lineage.build.model_build"):
+        settled = build._aliases(mentions, RULES, 10)
+        assert_df_equality(
+            settled, model.dataset_aliases(mentions, RULES, max_iterations=10), ignore_row_order=True
+        )
+    rounds = [r.getMessage() for r in caplog.records if "settled after" in r.getMessage()]
+    assert len(rounds) == 1 and int(rounds[0].split("after ")[1].split()[0]) < 10
+    capped = build._aliases(mentions, RULES, 1)
+    assert_df_equality(
+        capped, model.dataset_aliases(mentions, RULES, max_iterations=1), ignore_row_order=True
+    )
+    assert capped.select("dataset_id").distinct().count() > settled.select("dataset_id").distinct().count()
 
 
 @pytest.fixture(scope="module")

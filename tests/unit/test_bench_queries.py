@@ -1,0 +1,50 @@
+"""The CLI query benchmark's choices: which nodes it walks from, and its percentile."""
+
+from __future__ import annotations
+
+import pytest
+
+from lineage.bench.queries import _readers, _upstream_depth, percentile, pick_nodes
+from lineage.bench.workload import Tier, Workload
+
+TINY = Tier("T", jobs=400, datasets=800, events=8_000, days=1)
+
+
+def test_hub_is_the_most_read_hub_and_leaf_is_written_never_read_and_deepest() -> None:
+    estate = Workload(TINY, 7).estate
+    nodes = pick_nodes(estate)
+    readers = _readers(estate)
+    hub, _ = nodes["hub"]
+    assert hub.hub
+    assert readers[hub.index] == max(readers.get(d.index, 0) for d in estate.datasets if d.hub)
+    leaf, why = nodes["leaf"]
+    assert leaf.index not in readers
+    assert any(leaf.index in job.outputs for job in estate.jobs)
+    depth = _upstream_depth(estate)
+    written_unread = {i for job in estate.jobs for i in job.outputs} - set(readers)
+    assert depth[leaf.index] == max(depth[i] for i in written_unread) >= 2
+    assert f"{depth[leaf.index]} jobs deep" in why
+
+
+def test_upstream_depth_follows_the_longest_chain_and_survives_cycles() -> None:
+    estate = Workload(TINY, 7).estate
+    jobs = estate.jobs[:3]
+    a, b, c = (d.index for d in estate.datasets[:3])
+    for job in estate.jobs:
+        job.inputs, job.outputs = [], []
+    jobs[0].inputs, jobs[0].outputs = [a], [b]  # a -> b
+    jobs[1].inputs, jobs[1].outputs = [b], [c]  # b -> c
+    jobs[2].inputs, jobs[2].outputs = [c], [a]  # c -> a: a cycle
+    depth = _upstream_depth(estate, limit=12)
+    assert depth[b] <= 12 and depth[c] <= 12
+    jobs[2].inputs, jobs[2].outputs = [], []
+    depth = _upstream_depth(estate)
+    assert (depth[a], depth[b], depth[c]) == (0, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("values", "share", "expected"),
+    [([1.0], 0.95, 1.0), ([1.0, 2.0], 0.5, 1.5), ([3.0, 1.0, 2.0, 4.0, 5.0], 0.95, 4.8), ([1, 2, 3], 0, 1)],
+)
+def test_percentile_interpolates(values: list[float], share: float, expected: float) -> None:
+    assert percentile(values, share) == pytest.approx(expected)

@@ -1,0 +1,59 @@
+"""BENCHMARKS.md rendering from results files (a tier-S results file of an earlier run, runs trimmed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from lineage.bench.report import load_results, render
+
+RESOURCES = Path(__file__).parent.parent / "resources" / "bench"
+
+
+def _results(tmp_path: Path, **stages: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    shutil.copy(RESOURCES / "S.json", tmp_path / "S.json")
+    m = json.loads((RESOURCES / "S.json").read_text())
+    m["tier"] = "M"
+    m["stages"]["build"]["full"]["events"] = 1_000_000
+    m["stages"].update(stages)
+    (tmp_path / "M.json").write_text(json.dumps(m))
+    return load_results(tmp_path)
+
+
+QUERIES = {
+    "status": "ok",
+    "nodes": {"hub": {"name": "dataset:s3a://b/hub", "why": "read by 90 jobs"}},
+    "rows": [
+        {"query": "upstream", "node": "hub", "depth": d, "nodes": 3 * d, "edges": 4 * d, "runs": 5,
+         "p50_s": 0.8 + d / 100, "p95_s": 0.9 + d / 10, "min_s": 0.7, "max_s": 2.0, "peak_mib": 150.0}
+        for d in (1, 3, 10)
+    ],
+    "p95_max_s": 1.9,
+    "p50_median_s": 0.83,
+    "peak_mib_max": 150.0,
+}  # fmt: skip
+
+
+def test_query_rows_and_their_goal_are_reported(tmp_path: Path) -> None:
+    text = render(_results(tmp_path, queries=QUERIES), "BENCHMARKS.png")
+    assert "### CLI queries" in text
+    assert "| upstream | hub | 10 | 30 / 40 | 0.90 | 1.90 | 0.70 - 2.00 | 150 |" in text
+    assert "| CLI query p95 ≤ 1 s on tier M (worst of the 12 queries) | 1.90 s | **not met** |" in text
+    assert "0.83 s / worst 1.90 s, 150 MiB (see below)" in text
+
+
+def test_tuning_notes_are_embedded_and_single_runs_are_marked(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    results["M"]["stages"]["build"]["full"]["seconds"] = {
+        "median": 1800.0,
+        "min": 1800.0,
+        "max": 1800.0,
+        "n": 1,
+    }
+    text = render(results, "BENCHMARKS.png", "## Profiling and changes\n\nbefore and after")
+    assert "## Profiling and changes\n\nbefore and after" in text
+    assert "**1,800.0** (1 run)" in text
+    assert "| full build of 1M events ≤ 120 s (tier M) | 1,800 s | **not met** |" in text
+    assert "Not measured yet (stage `queries`)." in text

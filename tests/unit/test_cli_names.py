@@ -1,0 +1,84 @@
+"""Name resolution of the lineage CLI on in-memory name columns (no catalog, no Spark).
+
+The fast exact lookup (:meth:`LineageStore._exact`, vectorised over the name columns) must answer exactly
+what the full name dictionary (:attr:`LineageStore._names`) answers, for every spelling a user may type.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from lineage.cli.store import DATASET, JOB, LineageStore, LookupError_, Node, _variants
+from lineage.settings import load_settings
+
+DATASETS = [
+    ("d1", "s3://warehouse", "default.db/orders"),
+    ("d2", "kafka://kafka-1:19092", "orders"),
+    ("d3", "file", "/data/landing/orders.csv"),
+    ("d4", "hive://metastore:9083", "default.customers"),
+]
+ALIASES = [
+    ("s3a://warehouse", "default.db/orders/", "d1", "normalized"),
+    ("hive://metastore:9083", "default.orders", "d1", "symlink"),
+    ("kafka://broker:9092", "orders", "d2", "alias_rule"),
+    ("file", "/data/landing/orders.csv/", "d3", "normalized"),
+]
+JOBS = [("fh-local", "supplier-stats"), ("flink-jobs", "orders"), ("airflow", "dag/task")]
+
+
+@pytest.fixture
+def store() -> LineageStore:
+    s = LineageStore(load_settings())
+    ids, namespaces, names = zip(*DATASETS, strict=True)
+    s.__dict__["_dataset_columns"] = pa.table({"dataset_id": ids, "namespace": namespaces, "name": names})
+    a_ns, a_n, a_id, kinds = zip(*ALIASES, strict=True)
+    s.__dict__["_alias_columns"] = pa.table(
+        {"alias_namespace": a_ns, "alias_name": a_n, "dataset_id": a_id, "alias_kind": kinds}
+    )
+    s.__dict__["job_keys"] = set(JOBS)
+    return s
+
+
+def _from_dictionary(store: LineageStore, key: str) -> set[Node]:
+    found: set[Node] = set()
+    for variant in _variants(key):
+        found |= store._names.get(variant, set()) | store._names.get(variant.rstrip("/"), set())
+    return found
+
+
+KEYS = [
+    "s3://warehouse/default.db/orders",
+    "s3a://warehouse/default.db/orders/",
+    "s3n://warehouse/default.db/orders",
+    "s3://warehouse/default.db/orders/",
+    "hive://metastore:9083/default.orders",
+    "kafka://broker:9092/orders",
+    "kafka://kafka-1:19092/orders",
+    "file:///data/landing/orders.csv",
+    "file:///data/landing/orders.csv/",
+    "file//data/landing/orders.csv",
+    "fh-local/supplier-stats",
+    "flink-jobs/orders",
+    "airflow/dag/task",
+    "orders",
+    "nothing/like/this",
+]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_fast_lookup_answers_what_the_name_dictionary_answers(store: LineageStore, key: str) -> None:
+    assert store._exact(key) == _from_dictionary(store, key)
+
+
+def test_resolve_uses_every_name_of_a_dataset(store: LineageStore) -> None:
+    orders = Node(DATASET, "s3://warehouse", "default.db/orders", "d1")
+    for key in ("s3a://warehouse/default.db/orders/", "default.db/orders", "default.customers"):
+        assert store.resolve(key).kind == DATASET
+    assert store.resolve("hive://metastore:9083/default.orders") == orders
+    assert store.resolve("file:///data/landing/orders.csv/").dataset_id == "d3"
+    assert store.resolve("job:flink-jobs/orders") == Node(JOB, "flink-jobs", "orders")
+    with pytest.raises(LookupError_, match="ambiguous"):
+        store.resolve("orders")
+    with pytest.raises(LookupError_, match="unknown node"):
+        store.resolve("kafka://elsewhere:9092/payments")
