@@ -135,12 +135,12 @@ def _caveats(results: dict[str, dict[str, Any]]) -> list[str]:
         if r.get("label"):
             notes.append(f"Tier {tier}: {r['label']}")
         cpus = _get(r, "machine", "usable_cpus") or 1
-        load = max((r.get("load_average_start") or [0])[0], (r.get("load_average_end") or [0])[0])
+        # The load at the end is mostly the run's own last job; other work shows at the start.
+        load = (r.get("load_average_start") or [0])[0]
         if load > cpus * 0.75:
             notes.append(
-                f"Tier {tier}: load average {load:.1f} on {cpus} CPUs around the run: other work competed "
-                "for the "
-                "CPUs, so these numbers are lower than this machine can do."
+                f"Tier {tier}: load average {load:.1f} on {cpus} CPUs when the run started: other work "
+                "competed for the CPUs, so these numbers are lower than this machine can do."
             )
         if r.get("repeat", 0) < 3:
             notes.append(
