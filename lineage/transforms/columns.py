@@ -206,19 +206,18 @@ def column_edges(
         masking), is_direct (any DIRECT), subtypes (sorted distinct non-null subtypes), masking (any masked),
         run_count, first_seen, last_seen``.
     """
-    facets = canonical_mentions(mentions, aliases).where(F.col("role") == "output")
+    facets = _distinct_facets(mentions, aliases)
     entries = _facet_entries(F.col("column_lineage"), "$.inputFields", "$.dataset", typed=False)
-    if "lineage" in mentions.columns:
+    if "lineage" in facets.columns:
         entries = F.concat(entries, _facet_entries(F.col("lineage"), "$.inputs", "$.inputs", typed=True))
     rows = (
         facets.select(
-            # One facet = one output dataset mention of one event (duplicated events share the key).
-            F.struct("event_hash", "raw_namespace", "raw_name").alias("_facet"),
-            "run_id",
-            "event_time",
+            "_facet",
+            "first_seen",
+            "last_seen",
             "job_namespace",
             "job_name",
-            F.col("dataset_id").alias("target_dataset_id"),
+            "target_dataset_id",
             F.explode(entries).alias("_e"),
         )
         .where(
@@ -227,8 +226,8 @@ def column_edges(
         .transform(lambda df: _source_ids(df, aliases, alias_rules))
         .select(
             "_facet",
-            "run_id",
-            "event_time",
+            "first_seen",
+            "last_seen",
             "job_namespace",
             "job_name",
             "source_dataset_id",
@@ -238,29 +237,76 @@ def column_edges(
             F.explode("_e.transformations").alias("t"),
         )
     )
-    moved = _move_cartesian_indirect(rows)
-    t = F.col("transformations")
-    return (
-        moved.groupBy(*EDGE_KEY, "scope")
+    grouped = (
+        _move_cartesian_indirect(rows)
+        .groupBy(*EDGE_KEY, "scope")
         .agg(
             F.array_sort(F.collect_set("t")).alias("transformations"),
-            F.count_distinct("run_id").alias("run_count"),
+            F.array_sort(F.collect_set("_facet")).alias("_facets"),
+            F.min("first_seen").alias("first_seen"),
+            F.max("last_seen").alias("last_seen"),
+        )
+    )
+    counted = grouped.join(_run_counts(grouped, facets), "_facets")
+    t = F.col("transformations")
+    return counted.select(
+        *EDGE_KEY,
+        "scope",
+        "transformations",
+        F.exists(t, lambda x: x["type"] == DIRECT).alias("is_direct"),
+        F.array_sort(
+            F.array_distinct(F.filter(F.transform(t, lambda x: x["subtype"]), lambda s: s.isNotNull()))
+        ).alias("subtypes"),
+        F.exists(t, lambda x: x["masking"]).alias("masking"),
+        "run_count",
+        "first_seen",
+        "last_seen",
+    )
+
+
+def _distinct_facets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """One row per distinct facet: (job, output dataset, facet content), with the runs and times reporting it.
+
+    A job sends the same facet for an output on every run (and often on START and COMPLETE), so the facets
+    are parsed and exploded once per distinct content, not once per event. ``_facet`` is the SHA-256 of the
+    key; the runs are a set, so duplicated events count once.
+    """
+    texts = ["column_lineage"] + (["lineage"] if "lineage" in mentions.columns else [])
+    has_facet = F.lit(False)
+    for name in texts:
+        has_facet = has_facet | F.col(name).isNotNull()
+    outputs = canonical_mentions(
+        mentions.where((F.col("role") == "output") & has_facet), aliases
+    ).withColumnRenamed("dataset_id", "target_dataset_id")
+    key = ["job_namespace", "job_name", "target_dataset_id", *texts]
+    digest = F.sha2(
+        F.to_json(F.struct(*[F.col(c) for c in key])),
+        256,
+    )
+    return (
+        outputs.groupBy(*key)
+        .agg(
+            F.collect_set("run_id").alias("run_ids"),
             F.min("event_time").alias("first_seen"),
             F.max("event_time").alias("last_seen"),
         )
-        .select(
-            *EDGE_KEY,
-            "scope",
-            "transformations",
-            F.exists(t, lambda x: x["type"] == DIRECT).alias("is_direct"),
-            F.array_sort(
-                F.array_distinct(F.filter(F.transform(t, lambda x: x["subtype"]), lambda s: s.isNotNull()))
-            ).alias("subtypes"),
-            F.exists(t, lambda x: x["masking"]).alias("masking"),
-            "run_count",
-            "first_seen",
-            "last_seen",
-        )
+        .withColumn("_facet", digest)
+    )
+
+
+def _run_counts(edges: DataFrame, facets: DataFrame) -> DataFrame:
+    """``run_count`` per distinct set of facets: the distinct runs over the facets of the set.
+
+    Edges of one job and output mostly share their set of facets, so the runs are counted once per set,
+    not once per edge.
+    """
+    sets = edges.select("_facets").distinct()
+    runs = facets.select("_facet", F.explode("run_ids").alias("run_id"))
+    return (
+        sets.select("_facets", F.explode("_facets").alias("_facet"))
+        .join(runs, "_facet", "left")
+        .groupBy("_facets")
+        .agg(F.count_distinct("run_id").alias("run_count"))
     )
 
 
@@ -279,8 +325,9 @@ def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
         field_level & (F.col("t.type") == INDIRECT) & (facet_fields >= 2) & (fields_with_it == facet_fields)
     )
     return rows.withColumn("_repeated", repeated).select(
-        "run_id",
-        "event_time",
+        "_facet",
+        "first_seen",
+        "last_seen",
         "job_namespace",
         "job_name",
         "source_dataset_id",

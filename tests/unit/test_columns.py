@@ -348,6 +348,42 @@ def test_duplicated_and_shuffled_events_give_identical_edges(spark: SparkSession
         frame.unpersist()
 
 
+def test_a_facet_repeated_by_many_runs_counts_each_run_once(spark: SparkSession) -> None:
+    """Facets are exploded once per distinct content; the runs and times of every copy still count."""
+    same = column_lineage({"x": [_src("a", direct("IDENTITY"))]})
+    changed = column_lineage(
+        {"x": [_src("a", direct("TRANSFORMATION", "a + 1"))], "y": [_src("b", direct("IDENTITY"))]}
+    )
+
+    def send(kind: str, seconds: float, n: int, facet: dict[str, Any]) -> dict[str, Any]:
+        return run_event(
+            kind,
+            at(seconds),
+            run_id(n),
+            ("spark", "repeat"),
+            inputs=[dataset(*SRC)],
+            outputs=[_out("repeat", facet)],
+        )
+
+    events = [
+        send("START", 10, 11, same),
+        send("COMPLETE", 11, 11, same),
+        send("COMPLETE", 20, 12, same),
+        send("COMPLETE", 20, 12, same),  # a duplicate
+        send("COMPLETE", 30, 13, same),
+        send("START", 40, 14, same),  # one run reporting both versions
+        send("COMPLETE", 45, 14, changed),
+    ]
+    mentions = _mentions(events, spark)
+    got = _by_job(_edges(mentions).collect(), "repeat")
+    mentions.unpersist()
+    assert sorted(got) == [("a", "x", "field"), ("b", "y", "field")]
+    ax, by = got[("a", "x", "field")], got[("b", "y", "field")]
+    assert _ts(ax) == [("DIRECT", "IDENTITY", None, False), ("DIRECT", "TRANSFORMATION", "a + 1", False)]
+    assert (ax.run_count, utc(ax.first_seen), utc(ax.last_seen)) == (4, at(10), at(45))
+    assert (by.run_count, utc(by.first_seen), utc(by.last_seen)) == (1, at(45), at(45))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # column_paths on hand-made edges
 
