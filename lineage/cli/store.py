@@ -196,6 +196,22 @@ class LineageStore:
         ids, namespaces, names = (self._dataset_columns.column(c).to_pylist() for c in _DATASET_KEY)
         return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(ids, namespaces, names, strict=True)}
 
+    def nodes_of(self, dataset_ids: Iterable[str]) -> dict[str, Node]:
+        """The dataset nodes of some ids (unknown ids left out), without building :attr:`dataset_nodes` for
+        every dataset of the estate when it is not built yet."""
+        wanted = set(dataset_ids)
+        if "dataset_nodes" in self.__dict__ or not wanted:
+            return {i: self.dataset_nodes[i] for i in wanted if i in self.dataset_nodes}
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = self._dataset_columns
+        found = table.filter(
+            pc.is_in(table.column("dataset_id"), value_set=pa.array(sorted(wanted), pa.string()))
+        )
+        ids, namespaces, names = (found.column(c).to_pylist() for c in _DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(ids, namespaces, names, strict=True)}
+
     @cached_property
     def _alias_columns(self) -> Any:
         return self.arrow("dataset_aliases", ("alias_namespace", "alias_name", "dataset_id", "alias_kind"))
@@ -225,6 +241,10 @@ class LineageStore:
     def job_edges(self) -> list[dict]:
         cols = ("job_namespace", "job_name", "dataset_id", "direction", "run_count", "first_seen")
         return self.rows("job_edges", cols)
+
+    @cached_property
+    def _edge_columns(self) -> Any:
+        return self.arrow("job_edges", ("job_namespace", "job_name", "dataset_id", "direction", "first_seen"))
 
     @cached_property
     def column_edge_rows(self) -> list[dict]:
@@ -280,10 +300,7 @@ class LineageStore:
                 for spelled in (form, pc.utf8_rtrim(form, "/")):
                     match = pc.is_in(spelled, value_set=wanted)
                     hit = match if hit is None else pc.or_(hit, match)
-            for dataset in table.filter(hit).column("dataset_id").to_pylist():
-                node = self.dataset_nodes.get(dataset)
-                if node is not None:
-                    found.add(node)
+            found.update(self.nodes_of(table.filter(hit).column("dataset_id").to_pylist()).values())
         keys = set(wanted.to_pylist())
         for namespace, name in self.job_keys:
             text = f"{namespace}/{name}"
@@ -364,21 +381,35 @@ class LineageStore:
             return node, field_name
 
     # -- traversal ---------------------------------------------------------------------------------------
-    def _adjacency(self, as_of: datetime | None) -> tuple[dict[Node, list[Node]], dict[Node, list[Node]]]:
-        """(upstream neighbours, downstream neighbours) of every node, edges first seen by ``as_of``."""
-        up: dict[Node, list[Node]] = {}
-        down: dict[Node, list[Node]] = {}
-        for edge in self.job_edges:
-            if as_of is not None and edge["first_seen"] is not None and edge["first_seen"] > as_of:
-                continue
-            dataset = self.dataset_nodes.get(edge["dataset_id"])
-            if dataset is None:
-                continue
-            job = self.job_node(edge["job_namespace"], edge["job_name"])
-            source, target = (dataset, job) if edge["direction"] == "input" else (job, dataset)
-            down.setdefault(source, []).append(target)
-            up.setdefault(target, []).append(source)
-        return up, down
+    def _edges_by_hop(self, as_of: datetime | None) -> dict[tuple[str, str], Any]:
+        """``job_edges`` split for walking: (walk, from kind) -> the Arrow rows that step leaves by.
+
+        Only edges first seen by ``as_of`` and only edges to datasets of the ``datasets`` table. Upstream a
+        dataset is left by its producers' ``output`` edges and a job by its ``input`` edges; downstream the
+        other way round.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = self._edge_columns
+        if as_of is not None:
+            seen = table.column("first_seen")
+            limit = pa.scalar(as_of, type=seen.type)
+            table = table.filter(pc.or_kleene(pc.is_null(seen), pc.less_equal(seen, limit)))
+        known = pc.is_in(table.column("dataset_id"), value_set=self._dataset_columns.column("dataset_id"))
+        table = table.filter(known)
+        table = table.append_column(
+            "job_key",
+            pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00"),
+        )
+        inputs = table.filter(pc.equal(table.column("direction"), "input"))
+        outputs = table.filter(pc.equal(table.column("direction"), "output"))
+        return {
+            (UPSTREAM, DATASET): outputs,
+            (UPSTREAM, JOB): inputs,
+            (DOWNSTREAM, DATASET): inputs,
+            (DOWNSTREAM, JOB): outputs,
+        }
 
     def traverse(
         self,
@@ -390,40 +421,99 @@ class LineageStore:
         columns: bool = False,
         field_name: str | None = None,
     ) -> Traversal:
-        """Breadth-first walk from ``root`` (``upstream``, ``downstream``, ``both``) up to ``depth`` hops."""
+        """Breadth-first walk from ``root`` (``upstream``, ``downstream``, ``both``) up to ``depth`` hops.
+
+        One hop at a time over Arrow columns: the edges leaving the whole frontier are found by one
+        vectorised filter, and only the nodes reached become Python objects.
+        """
         result = Traversal(root, direction, depth)
-        up, down = self._adjacency(as_of)
-        walks = [(UPSTREAM, up), (DOWNSTREAM, down)] if direction == BOTH else []
-        if direction == UPSTREAM:
-            walks = [(UPSTREAM, up)]
-        elif direction == DOWNSTREAM:
-            walks = [(DOWNSTREAM, down)]
+        walks = [UPSTREAM, DOWNSTREAM] if direction == BOTH else [direction]
+        by_hop = self._edges_by_hop(as_of)
         result.hops[root] = 0
-        for walk, neighbours in walks:
-            seen = {root: 0}
-            queue = deque([root])
-            while queue:
-                node = queue.popleft()
-                hop = seen[node]
-                if depth is not None and hop >= depth:
-                    continue
-                for nxt in neighbours.get(node, ()):
-                    dataset, job = (nxt, node) if nxt.kind == DATASET else (node, nxt)
-                    flows_in = (walk == UPSTREAM) == (nxt.kind == DATASET)
-                    result.edges.add((dataset, job, "input" if flows_in else "output"))
-                    if nxt not in seen:
-                        seen[nxt] = hop + 1
-                        queue.append(nxt)
-            for node, hop in seen.items():
+        reached_ids: set[str] = set()
+        found: list[
+            tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]
+        ] = []
+        for walk in walks:
+            datasets, jobs, edges = self._walk(by_hop, walk, root, depth)
+            reached_ids.update(datasets)
+            found.append((datasets, jobs, edges))
+        nodes = self.nodes_of(reached_ids)
+        for datasets, jobs, edges in found:
+            for ds_id, hop in datasets.items():
+                node = nodes.get(ds_id, root if ds_id == root.dataset_id else None)
+                if node is not None:
+                    result.hops[node] = min(hop, result.hops.get(node, hop))
+            for (namespace, name), hop in jobs.items():
+                node = self.job_node(namespace, name)
                 result.hops[node] = min(hop, result.hops.get(node, hop))
+            for ds_id, (namespace, name), kind in edges:
+                dataset = nodes.get(ds_id)
+                if dataset is not None:
+                    result.edges.add((dataset, self.job_node(namespace, name), kind))
         if columns or field_name:
             self._walk_columns(result, walks, as_of, field_name)
         return result
 
+    @staticmethod
+    def _walk(
+        by_hop: dict[tuple[str, str], Any], walk: str, root: Node, depth: int | None
+    ) -> tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]:
+        """(dataset id -> hops, job -> hops, edges as (dataset id, job, input|output)) of one direction."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        datasets: dict[str, int] = {}
+        jobs: dict[tuple[str, str], int] = {}
+        edges: set[tuple[str, tuple[str, str], str]] = set()
+        if root.kind == DATASET:
+            datasets[root.dataset_id or ""] = 0
+            frontier_ds, frontier_jobs = {root.dataset_id or ""}, set()
+        else:
+            jobs[(root.namespace, root.name)] = 0
+            frontier_ds, frontier_jobs = set(), {(root.namespace, root.name)}
+        hop = 0
+        while (frontier_ds or frontier_jobs) and (depth is None or hop < depth):
+            next_ds: set[str] = set()
+            next_jobs: set[tuple[str, str]] = set()
+            if frontier_ds:
+                table = by_hop[(walk, DATASET)]
+                wanted = pa.array(sorted(frontier_ds), pa.string())
+                leaving = table.filter(pc.is_in(table.column("dataset_id"), value_set=wanted))
+                for ds_id, namespace, name, kind in zip(
+                    *(
+                        leaving.column(c).to_pylist()
+                        for c in ("dataset_id", "job_namespace", "job_name", "direction")
+                    ),
+                    strict=True,
+                ):
+                    edges.add((ds_id, (namespace, name), kind))
+                    if (namespace, name) not in jobs:
+                        jobs[(namespace, name)] = hop + 1
+                        next_jobs.add((namespace, name))
+            if frontier_jobs:
+                table = by_hop[(walk, JOB)]
+                wanted = pa.array(sorted(f"{ns}\x00{n}" for ns, n in frontier_jobs), pa.string())
+                leaving = table.filter(pc.is_in(table.column("job_key"), value_set=wanted))
+                for ds_id, namespace, name, kind in zip(
+                    *(
+                        leaving.column(c).to_pylist()
+                        for c in ("dataset_id", "job_namespace", "job_name", "direction")
+                    ),
+                    strict=True,
+                ):
+                    edges.add((ds_id, (namespace, name), kind))
+                    if ds_id not in datasets:
+                        datasets[ds_id] = hop + 1
+                        next_ds.add(ds_id)
+            frontier_ds, frontier_jobs = next_ds, next_jobs
+            hop += 1
+        return datasets, jobs, edges
+
     def _walk_columns(
         self,
         result: Traversal,
-        walks: Sequence[tuple[str, Any]],
+        walks: Sequence[str],
         as_of: datetime | None,
         field_name: str | None,
     ) -> None:
@@ -445,7 +535,7 @@ class LineageStore:
                     starts.add((edge["target_dataset_id"], edge["target_field"]))
                     starts.add((edge["source_dataset_id"], edge["source_field"]))
         followed: set[tuple] = set()
-        for walk, _ in walks:
+        for walk in walks:
             index, target_key = (
                 (backward, ("source_dataset_id", "source_field"))
                 if walk == UPSTREAM
