@@ -460,9 +460,6 @@ class LineageStore:
         by_hop: dict[tuple[str, str], Any], walk: str, root: Node, depth: int | None
     ) -> tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]:
         """(dataset id -> hops, job -> hops, edges as (dataset id, job, input|output)) of one direction."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         datasets: dict[str, int] = {}
         jobs: dict[tuple[str, str], int] = {}
         edges: set[tuple[str, tuple[str, str], str]] = set()
@@ -477,31 +474,16 @@ class LineageStore:
             next_ds: set[str] = set()
             next_jobs: set[tuple[str, str]] = set()
             if frontier_ds:
-                table = by_hop[(walk, DATASET)]
-                wanted = pa.array(sorted(frontier_ds), pa.string())
-                leaving = table.filter(pc.is_in(table.column("dataset_id"), value_set=wanted))
-                for ds_id, namespace, name, kind in zip(
-                    *(
-                        leaving.column(c).to_pylist()
-                        for c in ("dataset_id", "job_namespace", "job_name", "direction")
-                    ),
-                    strict=True,
+                for ds_id, namespace, name, kind in _leaving(
+                    by_hop[(walk, DATASET)], "dataset_id", frontier_ds
                 ):
                     edges.add((ds_id, (namespace, name), kind))
                     if (namespace, name) not in jobs:
                         jobs[(namespace, name)] = hop + 1
                         next_jobs.add((namespace, name))
             if frontier_jobs:
-                table = by_hop[(walk, JOB)]
-                wanted = pa.array(sorted(f"{ns}\x00{n}" for ns, n in frontier_jobs), pa.string())
-                leaving = table.filter(pc.is_in(table.column("job_key"), value_set=wanted))
-                for ds_id, namespace, name, kind in zip(
-                    *(
-                        leaving.column(c).to_pylist()
-                        for c in ("dataset_id", "job_namespace", "job_name", "direction")
-                    ),
-                    strict=True,
-                ):
+                keys = {f"{ns}\x00{n}" for ns, n in frontier_jobs}
+                for ds_id, namespace, name, kind in _leaving(by_hop[(walk, JOB)], "job_key", keys):
                     edges.add((ds_id, (namespace, name), kind))
                     if ds_id not in datasets:
                         datasets[ds_id] = hop + 1
@@ -648,6 +630,16 @@ _SUMMARY_COLUMNS = (
     "lost_runs",
     "failed_runs",
 )
+
+
+def _leaving(table: Any, key: str, values: set[str]) -> Iterable[tuple[str, str, str, str]]:
+    """(dataset id, job namespace, job name, direction) of the edges whose ``key`` column is in ``values``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = table.filter(pc.is_in(table.column(key), value_set=pa.array(sorted(values), pa.string())))
+    columns = ("dataset_id", "job_namespace", "job_name", "direction")
+    return zip(*(found.column(c).to_pylist() for c in columns), strict=True)
 
 
 def _variants(key: str) -> list[str]:
