@@ -13,8 +13,8 @@ The nodes come from the generated estate, so they are known without querying the
   (so ``upstream --depth 10`` has ten hops to walk).
 
 Both are named by their location (``s3a://...``), which the CLI resolves to the canonical dataset like any
-other alias. Data.Rentgen's lineage endpoint is not measured: its server would need the tier's events in
-its own PostgreSQL first (the side by side consumes tier S only).
+other alias. Data.Rentgen's lineage endpoint is asked the same questions in the side-by-side stage, on the
+database its consumer filled (:mod:`lineage.bench.rentgen_api`), so only at the tiers that stage runs.
 """
 
 from __future__ import annotations

@@ -290,6 +290,12 @@ def side_by_side(run: TierRun) -> dict[str, Any]:
             )
         if len(done) < len(theirs):
             result["status"] = "partial"
+        if theirs and theirs[-1] in done:
+            # The last run's database is still there: ask its server the CLI's questions.
+            try:
+                result["endpoint"] = _lineage_endpoint(run, cluster, python)
+            except Exception as exc:
+                result["endpoint"] = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[-4000:]}
     except Exception as exc:
         if "ours" not in result:
             raise
@@ -301,6 +307,58 @@ def side_by_side(run: TierRun) -> dict[str, Any]:
         if not run.config.keep:
             shutil.rmtree(work / "kafka39", ignore_errors=True)
             shutil.rmtree(cluster.root, ignore_errors=True)
+    return result
+
+
+def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[str, Any]:
+    """Data.Rentgen's server on the last consumer run's database, timed by :mod:`rentgen_api`."""
+    from lineage.bench import rentgen_api
+    from lineage.bench.queries import pick_nodes
+
+    nodes: dict[str, tuple[str, int]] = {}
+    for which, (dataset, _why) in pick_nodes(run.workload.estate).items():
+        found = cluster.sql(rentgen_api.dataset_id_sql(dataset.namespace, dataset.name), DATABASE)
+        if not found:
+            raise rentgen_api.EndpointError(f"no dataset {dataset.namespace}/{dataset.name} in Data.Rentgen")
+        nodes[which] = (f"dataset:{dataset.namespace}/{dataset.name}", int(found))
+    work = run.work / "rentgen"
+    config = {
+        "database": {"url": cluster.url()},
+        "auth": {"access_token": {"secret_key": uuid.uuid4().hex}, "personal_tokens": {"enabled": False}},
+        # Its default serves the docs' static files from a source checkout's folder, absent from the wheel.
+        "server": {"static_files": {"enabled": False}},
+    }
+    config_file = work / "config-server.yml"
+    config_file.write_text(json.dumps(config, indent=2))  # JSON is YAML
+    env = {**os.environ, "DATA_RENTGEN_CONFIG_FILE": str(config_file)}
+    env.pop("PYTHONPATH", None)
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    command = [str(python), "-m", "data_rentgen.server", "--host", "127.0.0.1", "--port", str(port)]
+    with (run.logs / "rentgen-server.log").open("wb") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=work,
+            start_new_session=True,
+        )  # fmt: skip
+        server = measure.TreeSampler([process.pid])
+        server.__enter__()
+        try:
+            ready_s = rentgen_api.wait_ready(base_url, lambda: process.poll() is None)
+            result = rentgen_api.measure_endpoint(
+                base_url,
+                rentgen_api.token(base_url),
+                nodes,
+                since=BASE_TIME - timedelta(days=1),
+                runs=run.config.query_runs,
+            )
+        finally:
+            measure.stop_tree(process, timeout_s=30)
+            server.__exit__()
+    result.update(
+        command=" ".join(["python", *command[1:3], "--host", "127.0.0.1", "--port", "<free port>"]),
+        ready_s=round(ready_s, 2),
+        server_peak_mib=round(server.peak / measure.MIB, 1),
+    )
     return result
 
 

@@ -214,6 +214,15 @@ def _result_rows(results: dict[str, dict[str, Any]]) -> list[str]:
             )
         return str(node.get("status", "not run"))
 
+    def endpoint(r: dict[str, Any]) -> str:
+        node = _get(r, "stages", "rentgen", "endpoint") or {}
+        if node.get("rows"):
+            return (
+                f"{_num(node.get('p50_median_s'), 3)} s / worst {_num(node.get('p95_max_s'), 3)} s, server "
+                f"{_num(node.get('server_peak_mib'))} MiB (see below)"
+            )
+        return _stage_note(r, "rentgen") or str(node.get("status", "not run"))
+
     rows = [
         _row("Ingestion: events/s into committed `raw.events` (stream part)", results,
              ingest("ingest", "events_per_s")),
@@ -245,6 +254,7 @@ def _result_rows(results: dict[str, dict[str, Any]]) -> list[str]:
              rentgen("theirs", "consumer_peak_mib")),
         _row("Peak memory, Data.Rentgen's PostgreSQL, MiB", results, rentgen("theirs", "postgres_peak_mib")),
         _row("CLI queries (`lineage upstream/downstream`), p50 / p95, peak memory", results, queries),
+        _row("Data.Rentgen lineage endpoint (server already up), p50 / p95", results, endpoint),
     ]  # fmt: skip
     return rows
 
@@ -351,7 +361,44 @@ def _queries(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"{row['peak_mib']:,.0f} |"
             )
         lines.append("")
-    return lines[:-1]
+    endpoint = _endpoint(results)
+    return [*lines, *endpoint[:-1]] if endpoint else lines[:-1]
+
+
+def _endpoint(results: dict[str, dict[str, Any]]) -> list[str]:
+    """Data.Rentgen's lineage endpoint on the database of its last side-by-side run."""
+    lines: list[str] = []
+    for tier, r in results.items():
+        node = _get(r, "stages", "rentgen", "endpoint") or {}
+        if node.get("error"):
+            lines += [
+                f"Data.Rentgen's lineage endpoint, tier {tier}: failed: {node['error'].splitlines()[0]}"
+            ]
+        if not node.get("rows"):
+            continue
+        lines += [
+            f"Data.Rentgen's lineage endpoint, tier {tier}: `GET /v1/datasets/lineage` at granularity "
+            f"`{node.get('granularity')}` (jobs and datasets, what our CLI walks) from the same hub and "
+            "leaf, on the database its consumer filled in the last side-by-side run; server "
+            f"`{node.get('command')}` with its default dummy auth, up in {_num(node.get('ready_s'), 1)} s "
+            "before the first request. Seconds per request over "
+            f"{node['rows'][0]['runs']} timed requests after one untimed one, from a Python client on the "
+            "same machine. A request to a server that is already up is timed here, where each CLI query "
+            "above is a new process (interpreter start and imports included): the two tables answer the "
+            "same questions but do not time the same thing.",
+            "",
+            "| query | node | depth | datasets / jobs / input+output relations returned | p50 s | p95 s "
+            "| min - max s |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for row in node["rows"]:
+            lines.append(
+                f"| {row['query']} | {row['node']} | {row['depth']} | {row['datasets']:,} / "
+                f"{row['jobs']:,} / {row['relations']:,} | {row['p50_s']:.3f} | {row['p95_s']:.3f} | "
+                f"{row['min_s']:.3f} - {row['max_s']:.3f} |"
+            )
+        lines.append("")
+    return lines
 
 
 def _meaning() -> list[str]:

@@ -57,3 +57,25 @@ def test_tuning_notes_are_embedded_and_single_runs_are_marked(tmp_path: Path) ->
     assert "**1,800.0** (1 run)" in text
     assert "| full build of 1M events ≤ 120 s (tier M) | 1,800 s | **not met** |" in text
     assert "Not measured yet (stage `queries`)." in text
+
+
+def test_rentgen_endpoint_rows_are_reported_next_to_the_cli(tmp_path: Path) -> None:
+    results = _results(tmp_path, queries=QUERIES)
+    results["S"]["stages"]["rentgen"]["endpoint"] = {
+        "status": "ok",
+        "granularity": "JOB",
+        "command": "python -m data_rentgen.server --host 127.0.0.1 --port <free port>",
+        "ready_s": 4.2,
+        "server_peak_mib": 210.0,
+        "rows": [
+            {"query": "downstream", "node": "hub", "depth": 3, "datasets": 40, "jobs": 12, "relations": 61,
+             "runs": 10, "p50_s": 0.0412, "p95_s": 0.0533, "min_s": 0.038, "max_s": 0.06}
+        ],
+        "p95_max_s": 0.0533,
+        "p50_median_s": 0.0412,
+    }  # fmt: skip
+    text = render(results, "BENCHMARKS.png")
+    assert "Data.Rentgen's lineage endpoint, tier S: `GET /v1/datasets/lineage` at granularity `JOB`" in text
+    assert "| downstream | hub | 3 | 40 / 12 / 61 | 0.041 | 0.053 | 0.038 - 0.060 |" in text
+    assert "0.041 s / worst 0.053 s, server 210 MiB (see below)" in text
+    assert text.index("### CLI queries") < text.index("Data.Rentgen's lineage endpoint, tier S")
