@@ -117,6 +117,17 @@ def percentile(values: Sequence[float], share: float) -> float:
     return data[low] + (data[high] - data[low]) * (position - low)
 
 
+def spread(seconds: Sequence[float], digits: int = 3) -> dict[str, float | int]:
+    """``runs``, ``p50_s``, ``p95_s``, ``min_s``, ``max_s`` of some timed runs (at least one)."""
+    return {
+        "runs": len(seconds),
+        "p50_s": round(statistics.median(seconds), digits),
+        "p95_s": round(percentile(seconds, 0.95), digits),
+        "min_s": round(min(seconds), digits),
+        "max_s": round(max(seconds), digits),
+    }
+
+
 def _command(ctx: QueryContext, direction: str, node: str, depth: int) -> list[str]:
     script = Path(ctx.python[0]).parent / "lineage"
     return [str(script), direction, node, "--depth", str(depth), "--json"]
@@ -155,12 +166,8 @@ def run_queries(ctx: QueryContext) -> dict[str, Any]:
                         "depth": depth,
                         "nodes": len(answer.get("nodes", [])),
                         "edges": len(answer.get("edges", [])),
-                        "runs": len(walls),
                         "first_s": round(first_s, 3),
-                        "p50_s": round(statistics.median(walls), 3),
-                        "p95_s": round(percentile(walls, 0.95), 3),
-                        "min_s": round(min(walls), 3),
-                        "max_s": round(max(walls), 3),
+                        **spread(walls),
                         "peak_mib": round(max(peaks), 1),
                     }
                 )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lineage.bench.queries import DEPTHS, percentile
+from lineage.bench.queries import DEPTHS, spread
 
 ENDPOINT = "/v1/datasets/lineage"
 GRANULARITY = "JOB"
@@ -162,12 +162,8 @@ def measure_endpoint(
                         "dataset_id": dataset_id,
                         "depth": depth,
                         **counts,
-                        "runs": len(times),
                         "first_s": round(first_s, 4),
-                        "p50_s": round(statistics.median(times), 4),
-                        "p95_s": round(percentile(times, 0.95), 4),
-                        "min_s": round(min(times), 4),
-                        "max_s": round(max(times), 4),
+                        **spread(times, digits=4),
                     }
                 )
     return {
