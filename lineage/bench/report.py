@@ -606,7 +606,10 @@ def _method() -> list[str]:
         "- **Queries**: `lineage upstream|downstream NODE --depth 1|3|10 --json` on the tier's built lake, "
         "from a hub dataset and from a leaf dataset (`lineage/bench/queries.py`); every run a new process of "
         "the installed console script (interpreter start, imports, pyiceberg catalog and table reads, "
-        "traversal), wall time and peak PSS measured from outside.",
+        "traversal), wall time and peak PSS measured from outside, with the tier's broker stopped.",
+        "- **Data.Rentgen's lineage endpoint**: after the side by side, its server on the database of its "
+        "last consumer run answers the same questions (`lineage/bench/rentgen_api.py`); each request is "
+        "timed from a client on this machine while the server stays up.",
     ]
 
 
