@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from lineage.bench import measure
 from lineage.bench.workload import BASE_TIME, WINDOW, produce
@@ -310,6 +310,22 @@ def side_by_side(run: TierRun) -> dict[str, Any]:
     return result
 
 
+def _rentgen_env(config_file: Path, config: dict[str, Any]) -> dict[str, str]:
+    """The environment of a Data.Rentgen process reading ``config``, written to ``config_file``."""
+    config_file.write_text(json.dumps(config, indent=2))  # JSON is YAML
+    env = {**os.environ, "DATA_RENTGEN_CONFIG_FILE": str(config_file)}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _spawn(command: list[str], out: IO[bytes], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """A Data.Rentgen process in its own session (so its whole tree can be stopped), output to ``out``."""
+    return subprocess.Popen(
+        command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+        start_new_session=True,
+    )  # fmt: skip
+
+
 def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[str, Any]:
     """Data.Rentgen's server on the last consumer run's database, timed by :mod:`rentgen_api`."""
     from lineage.bench import rentgen_api
@@ -328,18 +344,12 @@ def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[st
         # Its default serves the docs' static files from a source checkout's folder, absent from the wheel.
         "server": {"static_files": {"enabled": False}},
     }
-    config_file = work / "config-server.yml"
-    config_file.write_text(json.dumps(config, indent=2))  # JSON is YAML
-    env = {**os.environ, "DATA_RENTGEN_CONFIG_FILE": str(config_file)}
-    env.pop("PYTHONPATH", None)
+    env = _rentgen_env(work / "config-server.yml", config)
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     command = [str(python), "-m", "data_rentgen.server", "--host", "127.0.0.1", "--port", str(port)]
     with (run.logs / "rentgen-server.log").open("wb") as out:
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=work,
-            start_new_session=True,
-        )  # fmt: skip
+        process = _spawn(command, out, env, work)
         server = measure.TreeSampler([process.pid])
         server.__enter__()
         try:
@@ -375,10 +385,7 @@ def _consume_once(
         "consumer": {"topics_list": [topic], "group_id": group, "auto_offset_reset": "earliest"},
         "producer": {"main_topic": topic, "malformed_topic": f"{topic}__malformed"},
     }
-    config_file = work / f"config-{number}.yml"
-    config_file.write_text(json.dumps(config, indent=2))  # JSON is YAML
-    env = {**os.environ, "DATA_RENTGEN_CONFIG_FILE": str(config_file)}
-    env.pop("PYTHONPATH", None)
+    env = _rentgen_env(work / f"config-{number}.yml", config)
     setup_log = run.logs / f"rentgen-setup-{number}.log"
     first = BASE_TIME.replace(day=1)
     last = (BASE_TIME + timedelta(days=run.tier.days) * WINDOW + timedelta(days=32)).replace(day=1)
@@ -405,10 +412,7 @@ def _consume_once(
     started = time.time()
     outcome: dict[str, Any] = {"group": group, "settings": settings, "expected": expected}
     with log_file.open("wb") as out:
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=work,
-            start_new_session=True,
-        )  # fmt: skip
+        process = _spawn(command, out, env, work)
         consumer = measure.TreeSampler([process.pid])
         postgres = measure.TreeSampler([cluster.postmaster_pid()])
         consumer.__enter__()

@@ -193,8 +193,8 @@ class LineageStore:
 
     @cached_property
     def dataset_nodes(self) -> dict[str, Node]:
-        ids, namespaces, names = (self._dataset_columns.column(c).to_pylist() for c in _DATASET_KEY)
-        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(ids, namespaces, names, strict=True)}
+        columns = (self._dataset_columns.column(c).to_pylist() for c in _DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(*columns, strict=True)}
 
     def nodes_of(self, dataset_ids: Iterable[str]) -> dict[str, Node]:
         """The dataset nodes of some ids (unknown ids left out), without building :attr:`dataset_nodes` for
@@ -202,15 +202,8 @@ class LineageStore:
         wanted = set(dataset_ids)
         if "dataset_nodes" in self.__dict__ or not wanted:
             return {i: self.dataset_nodes[i] for i in wanted if i in self.dataset_nodes}
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        table = self._dataset_columns
-        found = table.filter(
-            pc.is_in(table.column("dataset_id"), value_set=pa.array(sorted(wanted), pa.string()))
-        )
-        ids, namespaces, names = (found.column(c).to_pylist() for c in _DATASET_KEY)
-        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(ids, namespaces, names, strict=True)}
+        found = _rows_in(self._dataset_columns, "dataset_id", wanted, _DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in found}
 
     @cached_property
     def _alias_columns(self) -> Any:
@@ -236,11 +229,6 @@ class LineageStore:
     @cached_property
     def job_summary(self) -> dict[tuple[str, str], dict]:
         return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary", _SUMMARY_COLUMNS)}
-
-    @cached_property
-    def job_edges(self) -> list[dict]:
-        cols = ("job_namespace", "job_name", "dataset_id", "direction", "run_count", "first_seen")
-        return self.rows("job_edges", cols)
 
     @cached_property
     def _edge_columns(self) -> Any:
@@ -632,14 +620,18 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _leaving(table: Any, key: str, values: set[str]) -> Iterable[tuple[str, str, str, str]]:
-    """(dataset id, job namespace, job name, direction) of the edges whose ``key`` column is in ``values``."""
+def _rows_in(table: Any, key: str, values: set[str], columns: Sequence[str]) -> Iterable[tuple[Any, ...]]:
+    """The ``columns`` of the rows of an Arrow table whose string column ``key`` is in ``values``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     found = table.filter(pc.is_in(table.column(key), value_set=pa.array(sorted(values), pa.string())))
-    columns = ("dataset_id", "job_namespace", "job_name", "direction")
     return zip(*(found.column(c).to_pylist() for c in columns), strict=True)
+
+
+def _leaving(table: Any, key: str, values: set[str]) -> Iterable[tuple[Any, ...]]:
+    """(dataset id, job namespace, job name, direction) of the edges whose ``key`` column is in ``values``."""
+    return _rows_in(table, key, values, ("dataset_id", "job_namespace", "job_name", "direction"))
 
 
 def _variants(key: str) -> list[str]:
