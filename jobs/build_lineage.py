@@ -11,7 +11,7 @@ import logging
 import sys
 from datetime import datetime
 
-from lineage.build.model_build import BuildError
+from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
 from lineage.settings import load_settings
 from lineage.spark import build_session

@@ -1,7 +1,7 @@
 """Our jobs as OpenLineage producers: what the ingestion and the build report about themselves.
 
 ``observed_ingest`` / ``observed_build`` wrap :func:`lineage.ingest.stream.run_ingest` and
-:func:`lineage.build.model_build.build_lineage` with START, RUNNING (ingestion, every
+:func:`lineage.batch.build.build_lineage` with START, RUNNING (ingestion, every
 ``running_interval_seconds``, with progress), COMPLETE or FAIL events. Inputs and outputs are named the way
 OpenLineage names Iceberg tables (table location, plus the catalog table as a symlink), with schemas,
 output statistics and the column lineage declared below.
@@ -15,7 +15,7 @@ from datetime import datetime
 from openlineage.client.event_v2 import OutputDataset, RunState
 from pyspark.sql import SparkSession
 
-from lineage.build.model_build import (
+from lineage.batch.build import (
     DERIVED_TABLES,
     INCREMENTAL_TABLES,
     STATE_TABLE,

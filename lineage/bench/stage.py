@@ -10,7 +10,7 @@
   ``availableNow``: read the topic, parse every envelope, write nothing.
 - ``read``: the read-only bound: the same Kafka source into the ``noop`` sink, nothing parsed (what
   reading the topic alone costs on this machine).
-- ``build``: :func:`lineage.build.model_build.build_lineage` (what ``jobs/build_lineage.py`` runs inside
+- ``build``: :func:`lineage.batch.build.build_lineage` (what ``jobs/build_lineage.py`` runs inside
   ``observed_build``).
 - ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness stage.
 
@@ -88,7 +88,7 @@ def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: 
 
 
 def _build(settings: Settings, result: dict[str, Any], full_refresh: bool, now: datetime | None) -> None:
-    from lineage.build.model_build import build_lineage
+    from lineage.batch.build import build_lineage
     from lineage.spark import build_session
 
     spark = build_session(settings, "bench-build")

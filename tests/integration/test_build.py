@@ -15,7 +15,7 @@ from chispa import assert_df_equality
 from openlineage.client.serde import Serde
 from pyspark.sql import DataFrame, SparkSession
 
-from lineage.build.model_build import DERIVED_TABLES, FAULT_ENV, INCREMENTAL_TABLES, build_lineage
+from lineage.batch.build import DERIVED_TABLES, FAULT_ENV, INCREMENTAL_TABLES, build_lineage
 from lineage.demo.events import lab_events
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from lineage.build.model_build import build_lineage
+from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from tests.fixtures.browser import open_page
 from tests.fixtures.pipeline import CLOSE_ME_JOB, PARENT_ID, Pipeline

@@ -36,7 +36,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 
-from lineage.build.model_build import build_lineage
+from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port

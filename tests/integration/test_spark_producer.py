@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from lineage.build.model_build import build_lineage
+from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.settings import Settings

@@ -11,7 +11,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from lineage.build.model_build import _Build
+from lineage.batch.build import _Build
 from lineage.settings import load_settings
 from lineage.transforms import model
 from tests.unit.model_events import at, dataset, dataset_event, events_df, job_event, run_event, run_id, utc
@@ -204,7 +204,7 @@ def test_build_stops_label_rounds_once_they_settle(
     ]
     mentions = model.dataset_mentions(events_df(spark, events)).cache()
     build = _Build(spark, load_settings(), at(100))
-    with caplog.at_level(logging.INFO, logger="lineage.build.model_build"):
+    with caplog.at_level(logging.INFO, logger="lineage.batch.build"):
         settled = build._aliases(mentions, RULES, 10)
         assert_df_equality(
             settled, model.dataset_aliases(mentions, RULES, max_iterations=10), ignore_row_order=True
