@@ -95,8 +95,8 @@ test-unit: setup ## Only the fast unit tests
 	@$(PY) -m pytest -m "not integration"; rc=$$?; [ $$rc -eq 5 ] && exit 1; exit $$rc
 
 lint: setup ## ruff (lint + format check) and mypy
-	$(VENV)/bin/ruff check lineage jobs tests
-	$(VENV)/bin/ruff format --check lineage jobs tests
+	$(VENV)/bin/ruff check lineage jobs tests benchmarks
+	$(VENV)/bin/ruff format --check lineage jobs tests benchmarks
 	$(VENV)/bin/mypy
 
 clean: kafka-stop ## Stop Kafka and delete the local data (broker log, catalog, warehouse, checkpoints)

@@ -1,8 +1,10 @@
 # Benchmarks (issue 6), never part of `make test`: `make bench-quick` (tier S) and `make bench` (S, M, L).
 # Results: var/bench/results/<tier>.json (+ history/); report: BENCHMARKS.md and BENCHMARKS.png.
+# The harness is the top-level package benchmarks/ (beside tests/, not installed: pyproject.toml packages
+# lineage* only), run from the repository root as `python -m benchmarks run|report|workload`.
 # Knobs: BENCH_TIERS="S M" BENCH_REPEAT=5 BENCH_ARGS="--label 'quiet machine'" make bench
 # A stage left out of --stages keeps its last result; e.g. after `BENCH_ARGS=--keep`, measure the build and the
-# queries again without ingesting: python -m lineage.bench run --tier M --stages build,queries \
+# queries again without ingesting: python -m benchmarks run --tier M --stages build,queries \
 #   --seed-lake <a copy of var/bench/work/M/lake> (Iceberg metadata holds absolute paths: it is copied back there)
 
 BENCH_TIERS ?= S M L
@@ -55,13 +57,13 @@ bench-rentgen: $(RENTGEN_VENV)/.installed postgres-server $(JARS)/kafka39/.fetch
 bench-setup: setup $(VENV)/.bench-installed bench-rentgen
 
 bench: bench-setup ## Benchmarks of every tier (S, M, L: hours on 2 cores), then BENCHMARKS.md and .png
-	$(PY) -m lineage.bench run $(foreach t,$(BENCH_TIERS),--tier $(t)) --repeat $(BENCH_REPEAT) \
+	$(PY) -m benchmarks run $(foreach t,$(BENCH_TIERS),--tier $(t)) --repeat $(BENCH_REPEAT) \
 	  --rentgen-tiers $(subst $(bench_space),$(bench_comma),$(strip $(BENCH_RENTGEN_TIERS))) $(BENCH_ARGS)
-	$(PY) -m lineage.bench report
+	$(PY) -m benchmarks report
 
 bench-quick: bench-setup ## Benchmarks of tier S only, then BENCHMARKS.md and BENCHMARKS.png
-	$(PY) -m lineage.bench run --tier S --repeat $(BENCH_REPEAT) --rentgen-tiers S $(BENCH_ARGS)
-	$(PY) -m lineage.bench report
+	$(PY) -m benchmarks run --tier S --repeat $(BENCH_REPEAT) --rentgen-tiers S $(BENCH_ARGS)
+	$(PY) -m benchmarks report
 
 bench-report: ## Rewrite BENCHMARKS.md and BENCHMARKS.png from var/bench/results
-	$(PY) -m lineage.bench report
+	$(PY) -m benchmarks report

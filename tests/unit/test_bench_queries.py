@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lineage.bench.queries import _readers, _upstream_depth, percentile, pick_nodes
-from lineage.bench.workload import Tier, Workload
+from benchmarks.queries import _readers, _upstream_depth, percentile, pick_nodes
+from benchmarks.workload import Tier, Workload
 
 TINY = Tier("T", jobs=400, datasets=800, events=8_000, days=1)
 

@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lineage.bench import rentgen_api
-from lineage.bench.rentgen_api import Answer, EndpointError
+from benchmarks import rentgen_api
+from benchmarks.rentgen_api import Answer, EndpointError
 
 SINCE = datetime(2026, 9, 1, tzinfo=UTC)
 

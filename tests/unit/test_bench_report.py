@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from lineage.bench.report import load_results, render
+from benchmarks.report import load_results, render
 
 RESOURCES = Path(__file__).parent.parent / "resources" / "bench"
 

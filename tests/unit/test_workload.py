@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from lineage.bench.workload import (
+from benchmarks.workload import (
     DELTA_PARTS,
     Message,
     Shape,
@@ -67,7 +67,7 @@ def test_same_seed_same_messages_other_seed_other_messages(messages: list[Messag
 def test_deterministic_across_processes_and_hash_seeds(messages: list[Message]) -> None:
     script = (
         "import hashlib, sys\n"
-        "from lineage.bench.workload import Tier, Workload\n"
+        "from benchmarks.workload import Tier, Workload\n"
         "h = hashlib.sha256()\n"
         "for m in Workload(Tier('T', 400, 800, 8000, 1), seed=7).messages('base'):\n"
         "    h.update(repr((m.key, m.value, m.kind, m.reason)).encode())\n"
@@ -79,6 +79,7 @@ def test_deterministic_across_processes_and_hash_seeds(messages: list[Message]) 
         text=True,
         check=True,
         env={**os.environ, "PYTHONHASHSEED": "12345"},
+        cwd=Path(__file__).resolve().parents[2],  # benchmarks/ is imported from the repository root
     )
     assert child.stdout.strip() == _digest(messages)
 

@@ -1,6 +1,6 @@
 """Freshness: time from producing an event to seeing it in ``raw.events``, under the configured trigger.
 
-The ingestion runs continuously (``lineage.bench.stage stream``: ``run_ingest`` with the default trigger,
+The ingestion runs continuously (``benchmarks.stage stream``: ``run_ingest`` with the default trigger,
 ``10 seconds`` in conf/lineage.toml) on an empty topic. After a warm-up probe, each probe waits a random
 part of one trigger interval (so the probes fall at random phases of the trigger), is produced (acks=all),
 and is then looked for in every new snapshot of ``raw.events`` through pyiceberg. Its freshness is the
@@ -18,14 +18,15 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from lineage.bench import measure
+from benchmarks import measure
+from benchmarks import stage as stage_process
 from lineage.io.publish import producer_config
 from lineage.settings import load_settings
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
-    from lineage.bench.runner import TierRun
+    from benchmarks.runner import TierRun
 
 POLL_S = 0.2
 VISIBLE_TIMEOUT_S = 300.0
@@ -44,7 +45,7 @@ def measure_freshness(
 ) -> dict[str, Any]:
     from confluent_kafka import Producer
 
-    from lineage.bench.runner import probe_event
+    from benchmarks.runner import probe_event
     from lineage.io.catalog import open_catalog
 
     settings_file = run.work / "jobs" / "freshness.settings.json"
@@ -59,16 +60,8 @@ def measure_freshness(
     samples: list[dict[str, Any]] = []
     with log_file.open("wb") as log_out:
         process = subprocess.Popen(
-            [
-                *run.python,
-                "-m",
-                "lineage.bench.stage",
-                "stream",
-                "--settings",
-                str(settings_file),
-                "--out",
-                str(out),
-            ],
+            stage_process.command(run.python, "stream", "--settings", str(settings_file), "--out", str(out)),
+            env=stage_process.environment(),
             stdout=log_out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

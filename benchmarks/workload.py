@@ -31,7 +31,7 @@ delivered late (held back behind up to 300 later messages), about 0.1% malformed
 The time window is split into parts: ``base`` (the tier's events), then ``delta1`` ... ``delta5``, each the
 next 1% of the window (about 1% more events), for measuring incremental builds after new events arrive.
 
-``python -m lineage.bench.workload --tier S --stats`` prints the shape of a tier without Kafka.
+``python -m benchmarks.workload --tier S --stats`` prints the shape of a tier without Kafka.
 """
 
 from __future__ import annotations
@@ -1239,7 +1239,7 @@ def describe(tier: Tier, seed: int = 42, part: str = "base") -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lineage.bench.workload",
+        prog="python -m benchmarks.workload",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,7 +1,7 @@
 """The benchmark run of one tier: broker, workload, every stage measured, results to JSON.
 
 Stages (``--stages``, default all), each job a fresh process measured from outside (wall time, peak memory of
-its process tree) and from inside (:mod:`lineage.bench.stage`: JVM start vs. the measured work):
+its process tree) and from inside (:mod:`benchmarks.stage`: JVM start vs. the measured work):
 
 ``ingest``
     per repetition: the read-only bound (the Kafka source alone into the ``noop`` sink), the parse-only bound
@@ -11,14 +11,14 @@ its process tree) and from inside (:mod:`lineage.bench.stage`: JVM start vs. the
     full build (``--full-refresh``) of the last ingestion's lake, repeated; then per repetition one more 1%
     slice of the workload (``delta<k>``) is produced, ingested, and built incrementally.
 ``queries``
-    :mod:`lineage.bench.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
+    :mod:`benchmarks.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
     dataset of the built lake, every run a new CLI process.
 ``freshness``
     the ingestion with the configured (default) trigger on an empty topic; probe events are produced at
     random moments and the time until the Iceberg commit that makes each visible in ``raw.events`` is taken
     from the snapshot's commit timestamp (pyiceberg).
 ``rentgen``
-    the side by side with Data.Rentgen on a Kafka 3.9 broker (:mod:`lineage.bench.rentgen`).
+    the side by side with Data.Rentgen on a Kafka 3.9 broker (:mod:`benchmarks.rentgen`).
 
 The results go to ``var/bench/results/<tier>.json`` (rewritten after every stage, so a failed run keeps
 what it measured) and a copy under ``var/bench/results/history/``. A stage left out of ``--stages`` keeps
@@ -46,8 +46,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from lineage.bench import measure
-from lineage.bench.workload import (
+from benchmarks import measure
+from benchmarks import stage as stage_process
+from benchmarks.workload import (
     BASE_TIME,
     DELTA_PARTS,
     TIERS,
@@ -188,16 +189,20 @@ class TierRun:
 
     # -- measured jobs --------------------------------------------------------------------------------
     def spark_stage(self, stage: str, label: str, overrides: dict[str, Any], *extra: str) -> dict[str, Any]:
-        """Run one :mod:`lineage.bench.stage` job in a fresh process; its timings plus wall/peak memory."""
+        """Run one :mod:`benchmarks.stage` job in a fresh process; its timings plus wall/peak memory."""
         settings_file = self.work / "jobs" / f"{label}.settings.json"
         out = self.work / "jobs" / f"{label}.json"
         settings_file.parent.mkdir(parents=True, exist_ok=True)
         settings_file.write_text(json.dumps(overrides, indent=2))
         out.unlink(missing_ok=True)
-        command = [*self.python, "-m", "lineage.bench.stage", stage, "--settings", str(settings_file)]
-        command += ["--out", str(out), *extra]
+        command = stage_process.command(
+            self.python, stage, "--settings", str(settings_file), "--out", str(out), *extra
+        )
         done = measure.run_measured(
-            command, log=self.logs / f"{label}.log", timeout_s=self.config.stage_timeout_s
+            command,
+            log=self.logs / f"{label}.log",
+            env=stage_process.environment(),
+            timeout_s=self.config.stage_timeout_s,
         )
         if done.returncode != 0 or not out.exists():
             detail = measure.tail(self.logs / f"{label}.log")
@@ -427,7 +432,7 @@ class TierRun:
 
     # -- queries -------------------------------------------------------------------------------
     def queries_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
-        from lineage.bench.queries import QueryContext, run_queries
+        from benchmarks.queries import QueryContext, run_queries
 
         overrides = lake.overrides(broker.bootstrap_servers, self.topic)
         settings_file = self.work / "jobs" / "queries.settings.json"
@@ -457,7 +462,7 @@ class TierRun:
 
     # -- freshness ------------------------------------------------------------------------------------
     def freshness_stage(self, broker: LocalKafka) -> dict[str, Any]:
-        from lineage.bench.freshness import measure_freshness
+        from benchmarks.freshness import measure_freshness
 
         lake = Lake(self.work / "fresh-lake")
         topic = f"{self.topic}.fresh"
@@ -481,7 +486,7 @@ class TierRun:
     def rentgen_stage(self) -> dict[str, Any]:
         if self.tier_name not in self.config.rentgen_tiers:
             return {"status": "not run", "reason": f"tier {self.tier_name} not in --rentgen-tiers"}
-        from lineage.bench.rentgen import side_by_side
+        from benchmarks.rentgen import side_by_side
 
         return side_by_side(self)
 

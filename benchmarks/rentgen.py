@@ -32,12 +32,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from lineage.bench import measure
-from lineage.bench.workload import BASE_TIME, WINDOW, produce
+from benchmarks import measure
+from benchmarks.workload import BASE_TIME, WINDOW, produce
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 
 if TYPE_CHECKING:
-    from lineage.bench.runner import TierRun
+    from benchmarks.runner import TierRun
 
 RENTGEN_VERSION = "0.7.2"  # keep in step with RENTGEN_VERSION in mk/bench.mk
 KAFKA39_JARS = Path(".jars/kafka39")
@@ -217,7 +217,7 @@ def effective_settings(python: Path, env: dict[str, str]) -> dict[str, Any]:
 
 
 def side_by_side(run: TierRun) -> dict[str, Any]:
-    from lineage.bench.runner import Lake
+    from benchmarks.runner import Lake
 
     python = run.config.rentgen_python.absolute()  # not resolve(): the venv's python is a symlink
     reason = unavailable(python)
@@ -328,8 +328,8 @@ def _spawn(command: list[str], out: IO[bytes], env: dict[str, str], cwd: Path) -
 
 def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[str, Any]:
     """Data.Rentgen's server on the last consumer run's database, timed by :mod:`rentgen_api`."""
-    from lineage.bench import rentgen_api
-    from lineage.bench.queries import pick_nodes
+    from benchmarks import rentgen_api
+    from benchmarks.queries import pick_nodes
 
     nodes: dict[str, tuple[str, int]] = {}
     for which, (dataset, _why) in pick_nodes(run.workload.estate).items():

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from lineage.bench.queries import DEPTHS, spread
+from benchmarks.queries import DEPTHS, spread
 
 ENDPOINT = "/v1/datasets/lineage"
 GRANULARITY = "JOB"

@@ -1,6 +1,6 @@
 """One measured Spark stage in its own process (fresh JVM): what the benchmark runner starts and times.
 
-``python -m lineage.bench.stage ingest|parse|build|stream --settings overrides.json --out result.json``
+``python -m benchmarks.stage ingest|parse|build|stream --settings overrides.json --out result.json``
 
 - ``ingest``: :func:`lineage.ingest.stream.run_ingest` with an ``availableNow`` trigger (what
   ``jobs/ingest_events.py --trigger availableNow`` runs inside its self-instrumentation wrapper
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from datetime import datetime
@@ -34,6 +35,23 @@ from typing import Any
 import psutil
 
 from lineage.settings import Settings, load_settings
+
+# ``benchmarks`` is not installed (pyproject.toml packages ``lineage*`` only): it is imported from the
+# repository root. A stage process gets that root on PYTHONPATH, so it imports whatever its working directory.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def command(python: list[str], stage: str, *args: str) -> list[str]:
+    """The command line of one stage process (``python -m benchmarks.stage STAGE ...``)."""
+    return [*python, "-m", "benchmarks.stage", stage, *args]
+
+
+def environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with the repository root first on PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    paths = [str(REPO_ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
 
 def _settings(path: Path) -> Settings:
@@ -107,7 +125,7 @@ def _build(settings: Settings, result: dict[str, Any], full_refresh: bool, now: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lineage.bench.stage",
+        prog="python -m benchmarks.stage",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -14,7 +14,7 @@ The nodes come from the generated estate, so they are known without querying the
 
 Both are named by their location (``s3a://...``), which the CLI resolves to the canonical dataset like any
 other alias. Data.Rentgen's lineage endpoint is asked the same questions in the side-by-side stage, on the
-database its consumer filled (:mod:`lineage.bench.rentgen_api`), so only at the tiers that stage runs.
+database its consumer filled (:mod:`benchmarks.rentgen_api`), so only at the tiers that stage runs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lineage.bench.measure import ProcessResult
-from lineage.bench.workload import Dataset, Estate
+from benchmarks.measure import ProcessResult
+from benchmarks.workload import Dataset, Estate
 
 DEPTHS = (1, 3, 10)
 DIRECTIONS = ("upstream", "downstream")
@@ -46,7 +46,7 @@ class QueryContext:
     settings_file: Path  # JSON overrides for load_settings: this tier's catalog (LINEAGE_CONFIG-free)
     env: dict[str, str]  # environment for child processes (LINEAGE__* variables pointing at this lake)
     estate: Estate  # the generated jobs and datasets
-    run_measured: Callable[..., ProcessResult]  # lineage.bench.measure.run_measured (wall time, peak memory)
+    run_measured: Callable[..., ProcessResult]  # benchmarks.measure.run_measured (wall time, peak memory)
     python: Sequence[str]  # the interpreter of the project venv, e.g. [".venv/bin/python"]
     runs: int = DEFAULT_RUNS  # timed runs per query
 

@@ -1,4 +1,4 @@
-"""The benchmarks (issue 6): ``python -m lineage.bench run|report|workload``.
+"""The benchmarks (issue 6): ``python -m benchmarks run|report|workload``.
 
   run       measure tiers (``--tier S --tier M``), each stage repeated ``--repeat`` times, results JSON to
             var/bench/results/<tier>.json
@@ -16,13 +16,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from lineage.bench.runner import ALL_STAGES, BenchConfig, run_benchmarks
-from lineage.bench.workload import TIERS
+from benchmarks.runner import ALL_STAGES, BenchConfig, run_benchmarks
+from benchmarks.workload import TIERS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lineage.bench",
+        prog="python -m benchmarks",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -90,20 +90,18 @@ def main(argv: list[str] | None = None) -> int:
             label=args.label,
             keep=args.keep,
             seed_lake=args.seed_lake.resolve() if args.seed_lake else None,
-            command=shlex.join(
-                ["python", "-m", "lineage.bench", *(argv if argv is not None else sys.argv[1:])]
-            ),
+            command=shlex.join(["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])]),
         )
         for path in run_benchmarks(config):
             print(f"results: {path}")
         return 0
     if args.command == "report":
-        from lineage.bench.report import write_report
+        from benchmarks.report import write_report
 
         md, chart = write_report(args.results, args.out, args.chart)
         print(f"wrote {md} and {chart}")
         return 0
-    from lineage.bench.workload import main as workload_main
+    from benchmarks.workload import main as workload_main
 
     return workload_main(["--tier", args.tier, "--seed", str(args.seed), "--part", args.part])
 
