@@ -16,7 +16,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks.runner import ALL_STAGES, BenchConfig, run_benchmarks
+from benchmarks.runner import run_benchmarks
+from benchmarks.tier import ALL_STAGES, BenchConfig
 from benchmarks.workload import TIERS
 
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks import measure
 from benchmarks import stage as stage_process
+from benchmarks.tier import TierContext, ts
+from benchmarks.workload import uuid7
 from lineage.io.publish import producer_config
 from lineage.settings import load_settings
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
-
-    from benchmarks.runner import TierRun
 
 POLL_S = 0.2
 VISIBLE_TIMEOUT_S = 300.0
@@ -35,7 +35,7 @@ START_TIMEOUT_S = 600.0
 
 def measure_freshness(
     *,
-    run: TierRun,
+    run: TierContext,
     overrides: dict[str, Any],
     bootstrap: str,
     topic: str,
@@ -45,7 +45,6 @@ def measure_freshness(
 ) -> dict[str, Any]:
     from confluent_kafka import Producer
 
-    from benchmarks.runner import probe_event
     from lineage.io.catalog import open_catalog
 
     settings_file = run.work / "jobs" / "freshness.settings.json"
@@ -108,6 +107,20 @@ def measure_freshness(
         "peak_mib": round(sampler.peak / measure.MIB, 1),
         "stream_exit_code": process.returncode,
     }
+
+
+def probe_event(at: datetime, rng: random.Random) -> tuple[str, bytes]:
+    """A small valid RunEvent with a fresh run id (the freshness probe)."""
+    run_id = uuid7(at, rng)
+    event = {
+        "eventType": "START",
+        "eventTime": ts(at),
+        "producer": "https://github.com/lineage-lakehouse/bench/freshness-probe",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id},
+        "job": {"namespace": "bench", "name": "freshness-probe"},
+    }
+    return run_id, json.dumps(event).encode()
 
 
 def _wait_started(

@@ -30,14 +30,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from benchmarks import measure
+from benchmarks.tier import Lake, TierContext
 from benchmarks.workload import BASE_TIME, WINDOW, produce
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
-
-if TYPE_CHECKING:
-    from benchmarks.runner import TierRun
 
 RENTGEN_VERSION = "0.7.2"  # keep in step with RENTGEN_VERSION in mk/bench.mk
 KAFKA39_JARS = Path(".jars/kafka39")
@@ -216,8 +214,7 @@ def effective_settings(python: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr[-1000:]}
 
 
-def side_by_side(run: TierRun) -> dict[str, Any]:
-    from benchmarks.runner import Lake
+def side_by_side(run: TierContext) -> dict[str, Any]:
 
     python = run.config.rentgen_python.absolute()  # not resolve(): the venv's python is a symlink
     reason = unavailable(python)
@@ -326,7 +323,7 @@ def _spawn(command: list[str], out: IO[bytes], env: dict[str, str], cwd: Path) -
     )  # fmt: skip
 
 
-def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[str, Any]:
+def _lineage_endpoint(run: TierContext, cluster: PgCluster, python: Path) -> dict[str, Any]:
     """Data.Rentgen's server on the last consumer run's database, timed by :mod:`rentgen_api`."""
     from benchmarks import rentgen_api
     from benchmarks.queries import pick_nodes
@@ -373,7 +370,7 @@ def _lineage_endpoint(run: TierRun, cluster: PgCluster, python: Path) -> dict[st
 
 
 def _consume_once(
-    run: TierRun, cluster: PgCluster, python: Path, bootstrap: str, topic: str, number: int, expected: int
+    run: TierContext, cluster: PgCluster, python: Path, bootstrap: str, topic: str, number: int, expected: int
 ) -> dict[str, Any]:
     work = run.work / "rentgen"
     cluster.sql(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")

@@ -25,6 +25,10 @@ what it measured) and a copy under ``var/bench/results/history/``. A stage left 
 its result from the tier's previous results file (same seed and tier), marked with the start of the run
 that measured it; ``--seed-lake`` starts from a kept lake, so ``--stages build,queries`` needs no new
 ingestion.
+
+This module is the top of the harness's import graph (a DAG, checked by tests/unit/test_bench_imports.py):
+what the stage modules need of a tier's run is :class:`benchmarks.tier.TierContext`, which
+:class:`TierRun` extends; only ``__main__`` imports this module.
 """
 
 from __future__ import annotations
@@ -34,122 +38,33 @@ import itertools
 import json
 import logging
 import os
-import random
 import shutil
 import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from benchmarks import measure
-from benchmarks import stage as stage_process
-from benchmarks.workload import (
-    BASE_TIME,
-    DELTA_PARTS,
-    TIERS,
-    WINDOW,
-    Message,
-    Workload,
-    append_spool,
-    produce,
-    read_spool,
-    uuid7,
-)
+from benchmarks.freshness import measure_freshness
+from benchmarks.queries import QueryContext, run_queries
+from benchmarks.rentgen import side_by_side
+from benchmarks.tier import PARTITIONS, RESULTS_SCHEMA, BenchConfig, Lake, StageError, TierContext, utc_now
+from benchmarks.workload import DELTA_PARTS, Message, Workload, append_spool, produce, read_spool
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
-from lineage.settings import load_settings, parse_trigger
+from lineage.settings import parse_trigger
 
 log = logging.getLogger(__name__)
 
-ALL_STAGES = ("ingest", "build", "queries", "freshness", "rentgen")
-RESULTS_SCHEMA = 1
-PARTITIONS = 4  # as Data.Rentgen's documented set-up (4 partitions, 4 workers) and our default broker
-
-
-class StageError(RuntimeError):
-    """A measured job failed; the message names its log."""
-
 
 @dataclass
-class BenchConfig:
-    tiers: list[str]
-    repeat: int = 3
-    seed: int = 42
-    stages: tuple[str, ...] = ALL_STAGES
-    work_root: Path = Path("var/bench/work")
-    results_dir: Path = Path("var/bench/results")
-    freshness_probes: int = 8
-    query_runs: int = 10
-    rentgen_tiers: tuple[str, ...] = ("S",)
-    rentgen_workers: int = 4
-    rentgen_python: Path = Path(".venv-rentgen/bin/python")
-    label: str = ""
-    keep: bool = False
-    seed_lake: Path | None = None  # start from a copy of this lake (raw tables + checkpoint of this tier)
-    command: str = ""
-    stage_timeout_s: float = 4 * 3600.0
+class TierRun(TierContext):
+    """Everything of one tier's benchmark run: the stages in order, results kept from earlier runs."""
 
-
-@dataclass
-class Lake:
-    """One catalog + checkpoint in the work folder."""
-
-    root: Path
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / "checkpoint"
-
-    def overrides(self, bootstrap: str, topic: str) -> dict[str, Any]:
-        return {
-            "catalog": {
-                "sqlite_path": str(self.root / "catalog.db"),
-                "warehouse": str(self.root / "warehouse"),
-                "properties": {},
-            },
-            "kafka": {"bootstrap_servers": bootstrap, "topic": topic},
-            "ingest": {"checkpoint": str(self.checkpoint)},
-            "spark": {"conf": {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}},
-            # The stages call run_ingest / build_lineage themselves, without the self-instrumentation
-            # wrappers of jobs/*.py (whose events would go to the configured topic, not the bench's).
-            "openlineage": {"enabled": False},
-        }
-
-
-@dataclass
-class TierRun:
-    """Everything of one tier's benchmark run."""
-
-    config: BenchConfig
-    tier_name: str
-    results: dict[str, Any] = field(default_factory=dict)
     previous_stages: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.tier = TIERS[self.tier_name]
-        self.work = self.config.work_root.resolve() / self.tier_name
-        self.logs = self.work / "logs"
-        self.workload = Workload(self.tier, self.config.seed)
-        self.settings = load_settings()
-        self.max_message_bytes = self.settings.kafka.max_message_bytes
-        self.python = [sys.executable]
-        self.topic = f"bench.{self.tier_name}"
-        self.reference_now = _ts(BASE_TIME + timedelta(days=self.tier.days) * WINDOW + timedelta(hours=1))
-
-    # -- bookkeeping ----------------------------------------------------------------------------------
-    @property
-    def results_file(self) -> Path:
-        return self.config.results_dir.resolve() / f"{self.tier_name}.json"
-
-    def save(self) -> None:
-        self.results["finished_at"] = _now()
-        self.results["load_average_end"] = measure.load_average()
-        self.results_file.parent.mkdir(parents=True, exist_ok=True)
-        self.results_file.write_text(json.dumps(self.results, indent=2, default=str))
 
     def _previous_stages(self) -> dict[str, Any]:
         """Stage results of the last run of this tier with the same seed (kept for stages not run now)."""
@@ -187,43 +102,6 @@ class TierRun:
         self.results["stages"][name] = outcome
         self.save()
 
-    # -- measured jobs --------------------------------------------------------------------------------
-    def spark_stage(self, stage: str, label: str, overrides: dict[str, Any], *extra: str) -> dict[str, Any]:
-        """Run one :mod:`benchmarks.stage` job in a fresh process; its timings plus wall/peak memory."""
-        settings_file = self.work / "jobs" / f"{label}.settings.json"
-        out = self.work / "jobs" / f"{label}.json"
-        settings_file.parent.mkdir(parents=True, exist_ok=True)
-        settings_file.write_text(json.dumps(overrides, indent=2))
-        out.unlink(missing_ok=True)
-        command = stage_process.command(
-            self.python, stage, "--settings", str(settings_file), "--out", str(out), *extra
-        )
-        done = measure.run_measured(
-            command,
-            log=self.logs / f"{label}.log",
-            env=stage_process.environment(),
-            timeout_s=self.config.stage_timeout_s,
-        )
-        if done.returncode != 0 or not out.exists():
-            detail = measure.tail(self.logs / f"{label}.log")
-            raise StageError(f"{label} failed (exit {done.returncode}); log {done.log}:\n{detail}")
-        data: dict[str, Any] = json.loads(out.read_text())
-        data["label"] = label
-        data["wall_s"] = round(done.wall_s, 3)
-        data["startup_s"] = round(data["session_ready"] - data["process_start"], 3)
-        data["work_s"] = round(data["work_end"] - data["work_start"], 3)
-        data["peak_mib"] = round(done.peak_rss_mib, 1)
-        data["peak_jvm_mib"] = round(done.peak_by_name.get("java", 0) / measure.MIB, 1)
-        log.info(
-            "[%s] %s: work %.1f s, startup %.1f s, peak %.0f MiB",
-            self.tier_name,
-            label,
-            data["work_s"],
-            data["startup_s"],
-            data["peak_mib"],
-        )
-        return data
-
     # -- the run --------------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         self.previous_stages = self._previous_stages()
@@ -238,7 +116,7 @@ class TierRun:
             "repeat": self.config.repeat,
             "label": self.config.label,
             "command": self.config.command,
-            "started_at": _now(),
+            "started_at": utc_now(),
             "load_average_start": measure.load_average(),
             "machine": measure.machine(),
             "versions": versions(),
@@ -432,8 +310,6 @@ class TierRun:
 
     # -- queries -------------------------------------------------------------------------------
     def queries_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
-        from benchmarks.queries import QueryContext, run_queries
-
         overrides = lake.overrides(broker.bootstrap_servers, self.topic)
         settings_file = self.work / "jobs" / "queries.settings.json"
         settings_file.parent.mkdir(parents=True, exist_ok=True)
@@ -462,8 +338,6 @@ class TierRun:
 
     # -- freshness ------------------------------------------------------------------------------------
     def freshness_stage(self, broker: LocalKafka) -> dict[str, Any]:
-        from benchmarks.freshness import measure_freshness
-
         lake = Lake(self.work / "fresh-lake")
         topic = f"{self.topic}.fresh"
         create_topic(broker.bootstrap_servers, topic, PARTITIONS, self.max_message_bytes)
@@ -486,8 +360,6 @@ class TierRun:
     def rentgen_stage(self) -> dict[str, Any]:
         if self.tier_name not in self.config.rentgen_tiers:
             return {"status": "not run", "reason": f"tier {self.tier_name} not in --rentgen-tiers"}
-        from benchmarks.rentgen import side_by_side
-
         return side_by_side(self)
 
 
@@ -508,20 +380,6 @@ def describe_estate(workload: Workload) -> dict[str, Any]:
         "flink_jobs": sum(1 for j in estate.jobs if j.kind == "flink"),
         "span_days": workload.tier.days,
     }
-
-
-def probe_event(at: datetime, rng: random.Random) -> tuple[str, bytes]:
-    """A small valid RunEvent with a fresh run id (the freshness probe)."""
-    run_id = uuid7(at, rng)
-    event = {
-        "eventType": "START",
-        "eventTime": _ts(at),
-        "producer": "https://github.com/lineage-lakehouse/bench/freshness-probe",
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-        "run": {"runId": run_id},
-        "job": {"namespace": "bench", "name": "freshness-probe"},
-    }
-    return run_id, json.dumps(event).encode()
 
 
 def versions() -> dict[str, str]:
@@ -550,14 +408,6 @@ def _seconds(interval: str) -> float:
     amount, unit = interval.split()
     scale = {"millisecond": 0.001, "second": 1, "minute": 60, "hour": 3600}[unit.lower().rstrip("s")]
     return float(amount) * scale
-
-
-def _ts(at: datetime) -> str:
-    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_benchmarks(config: BenchConfig) -> list[Path]:
