@@ -12,19 +12,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lineage.transforms.model_common import (
-    DATASET_EVENT,
-    IDENTIFIERS_TYPE,
-    JOB_EVENT,
-    RUN_EVENT,
-    SCHEMA_FIELDS_TYPE,
-    dataset_id,
-    event_hash,
-    get,
-    latest,
-    parsed_event,
-    short_hash,
-)
+from lineage.transforms.extract import extract_events
+from lineage.transforms.model_common import dataset_id, latest, short_hash
 
 # scheme :// authority rest
 _URI = r"^([A-Za-z][A-Za-z0-9+.\-]*)://([^/]*)(.*)$"
@@ -91,43 +80,14 @@ def apply_alias_rules(namespace_col: Column, rules: list[tuple[str, str]] | None
     return mapped.otherwise(namespace_col)
 
 
-_MENTION_TYPE = (
-    "struct<role:string,namespace:string,name:string,symlinks:"
-    + IDENTIFIERS_TYPE
-    + ",schema_fields:"
-    + SCHEMA_FIELDS_TYPE
-    + ",column_lineage:string,lineage:string,row_count:bigint,size_bytes:bigint,file_count:bigint>"
-)
-
-
-def _mention(node: Column, role: str, statistics: str | None) -> Column:
-    def stat(key: str) -> Column:
-        return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
-
-    return F.struct(
-        F.lit(role).alias("role"),
-        get(node, "$.namespace").alias("namespace"),
-        get(node, "$.name").alias("name"),
-        get(node, "$.facets.symlinks.identifiers", IDENTIFIERS_TYPE).alias("symlinks"),
-        get(node, "$.facets.schema.fields", SCHEMA_FIELDS_TYPE).alias("schema_fields"),
-        # Kept as JSON for the column-lineage build; to_json of a variant writes keys sorted, so it is stable.
-        F.to_json(get(node, "$.facets.columnLineage", "variant")).alias("column_lineage"),
-        # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
-        F.to_json(get(node, "$.facets.lineage", "variant")).alias("lineage"),
-        stat("rowCount").alias("row_count"),
-        stat("size").alias("size_bytes"),
-        stat("fileCount").alias("file_count"),
-    )
-
-
 def dataset_mentions(events: DataFrame) -> DataFrame:
     """Every dataset mention: ``inputs``/``outputs`` of RunEvents and JobEvents, ``dataset`` of DatasetEvents.
 
-    Not deduplicated: every consumer aggregates with min/max/latest, which duplicates do not change. The plan
-    parses the JSON; callers that use the mentions several times should persist them.
+    Not deduplicated: every consumer aggregates with min/max/latest, which duplicates do not change.
 
     Args:
-        events: rows of ``lake.raw.events``.
+        events: output of :func:`~lineage.transforms.extract.extract_events`, or rows of ``lake.raw.events``
+            (extracted here).
 
     Returns:
         ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, role
@@ -136,36 +96,17 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         row_count, size_bytes, file_count (input or output statistics facet), column_lineage and lineage
         (the two column-lineage facets, JSON)``.
     """
-    v = F.col("_v")
-    empty = F.array().cast(f"array<{_MENTION_TYPE}>")
-    inputs = get(v, "$.inputs", "array<variant>")
-    outputs = get(v, "$.outputs", "array<variant>")
-    dataset = get(v, "$.dataset", "variant")
-    kind = F.col("event_kind")
-    all_mentions = F.concat(
-        F.coalesce(
-            F.transform(inputs, lambda x: _mention(x, "input", "$.inputFacets.inputStatistics")), empty
-        ),
-        F.coalesce(
-            F.transform(outputs, lambda x: _mention(x, "output", "$.outputFacets.outputStatistics")), empty
-        ),
-        F.when(kind == DATASET_EVENT, F.array(_mention(dataset, "static", None))).otherwise(empty),
-    )
-    exploded = (
-        events.where(kind.isin(RUN_EVENT, JOB_EVENT, DATASET_EVENT))
-        .select(
-            "event_kind",
-            "event_type",
-            "event_time",
-            event_hash().alias("event_hash"),
-            "run_id",
-            "job_namespace",
-            "job_name",
-            parsed_event().alias("_v"),
-        )
-        .select("*", F.explode(all_mentions).alias("m"))
-        .where(F.col("m.namespace").isNotNull() & F.col("m.name").isNotNull())
-    )
+    extracted = events if "mentions" in events.columns else extract_events(events)
+    exploded = extracted.select(
+        "event_kind",
+        "event_type",
+        "event_time",
+        "event_hash",
+        "run_id",
+        "job_namespace",
+        "job_name",
+        F.explode("mentions").alias("m"),
+    ).where(F.col("m.namespace").isNotNull() & F.col("m.name").isNotNull())
     symlinks = F.transform(
         F.col("m.symlinks"),
         lambda s: F.struct(

@@ -1,4 +1,6 @@
-"""Jobs, runs and run liveness from ``lake.raw.events`` rows. Pure transforms, no I/O, no actions.
+"""Jobs, runs and run liveness from event facts (``lineage.event_facts``, :mod:`lineage.transforms.extract`).
+
+Pure transforms, no I/O, no actions.
 
 Every "latest" value is chosen by (event_time, SHA-256 of the event JSON), and duplicate events are dropped
 before anything is counted, so duplicated, replayed or shuffled input gives identical rows.
@@ -11,20 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from lineage.transforms.extract import SOURCE_CODE_FIELDS, as_facts
 from lineage.transforms.model_common import (
     JOB_EVENT,
     LOST,
-    OWNERS_TYPE,
     RUN_EVENT,
     RUNNING,
-    TAGS_TYPE,
     TERMINAL_STATES,
-    event_hash,
-    get,
     latest,
     latest_key,
-    parsed_event,
-    present,
     seconds_between,
 )
 
@@ -39,48 +36,28 @@ def jobs(events: DataFrame) -> DataFrame:
     START only), so an event without a facet never erases it.
 
     Args:
-        events: rows of ``lake.raw.events``.
+        events: event facts (:mod:`lineage.transforms.extract`), or rows of ``lake.raw.events``.
 
     Returns:
         ``job_namespace, job_name, integration, job_type, processing_type, parent_job_namespace,
         parent_job_name, description, source_code_type, source_code_url, source_code_repo_url,
         source_code_path, source_code_version, owners, tags, first_seen, last_seen``.
     """
-    v = F.col("_v")
-    job_events = events.where(
+    job_events = as_facts(events).where(
         F.col("event_kind").isin(RUN_EVENT, JOB_EVENT)
         & F.col("job_namespace").isNotNull()
         & F.col("job_name").isNotNull()
-    ).select(
-        "job_namespace",
-        "job_name",
-        "event_time",
-        "parent_job_namespace",
-        "parent_job_name",
-        event_hash().alias("event_hash"),
-        parsed_event().alias("_v"),
-    )
-    facets = "$.job.facets"
-    job_type = F.struct(
-        get(v, f"{facets}.jobType.integration").alias("integration"),
-        get(v, f"{facets}.jobType.jobType").alias("job_type"),
-        get(v, f"{facets}.jobType.processingType").alias("processing_type"),
-    )
-    source = F.struct(
-        *[get(v, f"{facets}.sourceCodeLocation.{k}").alias(c) for k, c in _SOURCE_CODE_FIELDS],
     )
     parent = F.struct(
         F.col("parent_job_namespace").alias("namespace"), F.col("parent_job_name").alias("name")
     )
-    owners = get(v, f"{facets}.ownership.owners", OWNERS_TYPE)
-    tags = get(v, f"{facets}.tags.tags", TAGS_TYPE)
     folded = job_events.groupBy("job_namespace", "job_name").agg(
-        latest(job_type, present(v, f"{facets}.jobType")).alias("_job_type"),
+        latest(F.col("job_type")).alias("_job_type"),
         latest(parent, F.col("parent_job_name").isNotNull()).alias("_parent"),
-        latest(get(v, f"{facets}.documentation.description")).alias("description"),
-        latest(source, present(v, f"{facets}.sourceCodeLocation")).alias("_source"),
-        latest(owners).alias("owners"),
-        latest(tags).alias("tags"),
+        latest(F.col("job_description")).alias("description"),
+        latest(F.col("job_source_code")).alias("_source"),
+        latest(F.col("job_owners")).alias("owners"),
+        latest(F.col("job_tags")).alias("tags"),
         F.min("event_time").alias("first_seen"),
         F.max("event_time").alias("last_seen"),
     )
@@ -93,30 +70,12 @@ def jobs(events: DataFrame) -> DataFrame:
         F.col("_parent.namespace").alias("parent_job_namespace"),
         F.col("_parent.name").alias("parent_job_name"),
         "description",
-        *[F.col(f"_source.{c}") for _, c in _SOURCE_CODE_FIELDS],
+        *[F.col(f"_source.{c}").alias(f"source_code_{c}") for _, c in SOURCE_CODE_FIELDS],
         "owners",
         "tags",
         "first_seen",
         "last_seen",
     )
-
-
-_SOURCE_CODE_FIELDS = (
-    ("type", "source_code_type"),
-    ("url", "source_code_url"),
-    ("repoUrl", "source_code_repo_url"),
-    ("path", "source_code_path"),
-    ("version", "source_code_version"),
-)
-
-
-def _facet(v: Column, facet: str, prefix: str, **fields: str | tuple[str, str]) -> tuple[Column, Column]:
-    """A run facet's fields as a struct ``<prefix>_facet`` (``name=key`` or ``name=(key, type)``) and
-    whether the facet is there, ``<prefix>_present``."""
-    path = f"$.run.facets.{facet}"
-    typed = {name: (spec, "string") if isinstance(spec, str) else spec for name, spec in fields.items()}
-    parts = [get(v, f"{path}.{key}", type_).alias(name) for name, (key, type_) in typed.items()]
-    return F.struct(*parts).alias(f"{prefix}_facet"), present(v, path).alias(f"{prefix}_present")
 
 
 def runs(events: DataFrame) -> DataFrame:
@@ -134,7 +93,8 @@ def runs(events: DataFrame) -> DataFrame:
     transport and Spark's retries re-send events byte for byte) counts once in ``event_count``.
 
     Args:
-        events: rows of ``lake.raw.events``; only RunEvents are used.
+        events: event facts (:mod:`lineage.transforms.extract`), or rows of ``lake.raw.events``; only
+            RunEvents are used.
 
     Returns:
         ``run_id, job_namespace, job_name, parent_run_id, parent_job_namespace, parent_job_name, root_run_id,
@@ -143,63 +103,21 @@ def runs(events: DataFrame) -> DataFrame:
         error_language, processing_engine_name, processing_engine_version, openlineage_adapter_version,
         event_count, producer``.
     """
-    v = F.col("_v")
-    # The facets are read before duplicates are dropped, so the shuffle carries a few small values per
-    # event instead of the event JSON (at 1M events, gigabytes).
-    parsed = events.where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull()).select(
-        "run_id",
-        "job_namespace",
-        "job_name",
-        "parent_run_id",
-        "parent_job_namespace",
-        "parent_job_name",
-        "root_run_id",
-        "root_job_namespace",
-        "root_job_name",
-        "producer",
-        "event_time",
-        "event_type",
-        event_hash().alias("event_hash"),
-        parsed_event().alias("_v"),
-    )
-    run_events = parsed.select(
-        *[c for c in parsed.columns if c != "_v"],
+    run_events = (
+        as_facts(events)
+        .where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull())
         # The envelope upper-cases eventType; a missing one is OTHER (optional in the spec, never terminal).
-        F.coalesce(F.col("event_type"), F.lit("OTHER")).alias("state"),
-        *_facet(
-            v,
-            "errorMessage",
-            "_error",
-            message="message",
-            stack_trace="stackTrace",
-            language="programmingLanguage",
-        ),
-        *_facet(
-            v,
-            "nominalTime",
-            "_nominal",
-            start=("nominalStartTime", "timestamp"),
-            end=("nominalEndTime", "timestamp"),
-        ),
-        *_facet(
-            v,
-            "processing_engine",
-            "_engine",
-            name="name",
-            version="version",
-            adapter="openlineageAdapterVersion",
-        ),
-    ).dropDuplicates(["run_id", "event_type", "event_time", "event_hash"])
+        .withColumn("state", F.coalesce(F.col("event_type"), F.lit("OTHER")))
+        .dropDuplicates(["run_id", "event_type", "event_time", "event_hash"])
+    )
     state = F.col("state")
     severity = F.coalesce(*[F.when(state == s, F.lit(n)) for s, n in _SEVERITY.items()])
     terminal_key = F.when(state.isin(*TERMINAL_STATES), F.struct(F.col("event_time"), severity, "event_hash"))
-    error = F.col("_error_facet")
+    error = F.col("run_error")
     error_key = F.when(
-        F.col("_error_present"),
+        error.isNotNull(),
         F.struct((state == "FAIL").alias("is_fail"), F.col("event_time"), F.col("event_hash")),
     )
-    nominal = F.col("_nominal_facet")
-    engine = F.col("_engine_facet")
     parent = F.struct(*[F.col(c) for c in ("parent_run_id", "parent_job_namespace", "parent_job_name")])
     root = F.struct(*[F.col(c) for c in ("root_run_id", "root_job_namespace", "root_job_name")])
     folded = run_events.groupBy("run_id").agg(
@@ -210,9 +128,9 @@ def runs(events: DataFrame) -> DataFrame:
         F.min(F.when(state == "START", F.col("event_time"))).alias("_first_start"),
         F.min("event_time").alias("_first_event"),
         F.max("event_time").alias("last_event_at"),
-        latest(nominal, F.col("_nominal_present")).alias("_nominal"),
+        latest(F.col("run_nominal_time")).alias("_nominal"),
         F.max_by(error, error_key).alias("_error"),
-        latest(engine, F.col("_engine_present")).alias("_engine"),
+        latest(F.col("run_processing_engine")).alias("_engine"),
         F.count(F.lit(1)).alias("event_count"),
     )
     started = F.coalesce(F.col("_first_start"), F.col("_first_event"))
@@ -256,7 +174,7 @@ def heartbeat_gaps(events: DataFrame) -> DataFrame:
     so this median is the job's heartbeat period. Events at the same instant count once.
 
     Args:
-        events: rows of ``lake.raw.events``.
+        events: event facts or rows of ``lake.raw.events`` (only envelope columns are read).
 
     Returns:
         ``job_namespace, job_name, median_gap_seconds, gap_count`` for jobs with at least one gap.
