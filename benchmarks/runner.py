@@ -8,8 +8,11 @@ its process tree) and from inside (:mod:`benchmarks.stage`: JVM start vs. the me
     (Kafka source + envelope parsing into the ``noop`` sink), then the real ingestion (``run_ingest``,
     ``availableNow``) into a fresh catalog. All three read the whole topic.
 ``build``
-    full build (``--full-refresh``) of the last ingestion's lake, repeated; then per repetition one more 1%
-    slice of the workload (``delta<k>``) is produced, ingested, and built incrementally.
+    full build (``--full-refresh``) of the last ingestion's lake, repeated; as many re-extraction builds
+    (``--re-extract``: every raw event parsed again, then everything rebuilt); then per repetition one more
+    1% slice of the workload (``delta<k>``) is produced, ingested, and built incrementally; last the
+    ``history`` delta (:data:`benchmarks.workload.HISTORY_EVENTS` messages, the same on every tier) is
+    produced, ingested once and built incrementally, repeated on a copy of the lake as it was before.
 ``queries``
     :mod:`benchmarks.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
     dataset of the built lake, every run a new CLI process.
@@ -24,7 +27,10 @@ The results go to ``var/bench/results/<tier>.json`` (rewritten after every stage
 what it measured) and a copy under ``var/bench/results/history/``. A stage left out of ``--stages`` keeps
 its result from the tier's previous results file (same seed and tier), marked with the start of the run
 that measured it; ``--seed-lake`` starts from a kept lake, so ``--stages build,queries`` needs no new
-ingestion.
+ingestion. The seed lake must be one kept after the ingest stage alone (``--stages ingest --keep``): the
+build stage appends the deltas and the history delta to the new topic, after its base part, and ingests
+them with the lake's checkpoint; a lake that already ingested them is refused at the start (``--stages
+queries`` alone takes any kept lake, built ones too).
 
 This module is the top of the harness's import graph (a DAG, checked by tests/unit/test_bench_imports.py):
 what the stage modules need of a tier's run is :class:`benchmarks.tier.TierContext`, which
@@ -53,11 +59,26 @@ from benchmarks.freshness import measure_freshness
 from benchmarks.queries import QueryContext, run_queries
 from benchmarks.rentgen import side_by_side
 from benchmarks.tier import PARTITIONS, RESULTS_SCHEMA, BenchConfig, Lake, StageError, TierContext, utc_now
-from benchmarks.workload import DELTA_PARTS, Message, Workload, append_spool, produce, read_spool
+from benchmarks.workload import (
+    DELTA_PARTS,
+    HISTORY_EVENTS,
+    Message,
+    Workload,
+    append_spool,
+    produce,
+    read_spool,
+)
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 from lineage.settings import parse_trigger
 
 log = logging.getLogger(__name__)
+
+# What the history delta has in common between tiers (their estates differ, so its bytes do too).
+HISTORY_SAME = (
+    f"{HISTORY_EVENTS:,} messages; the same seed, run start times and run kinds (batch or Flink) on every "
+    "tier; about the same event mix, the same noise rates (duplicates, late, malformed); runs of the "
+    "tier's own jobs"
+)
 
 
 @dataclass
@@ -92,11 +113,7 @@ class TierRun(TierContext):
             outcome = fn()
         except Exception as exc:
             log.error("[%s] stage %s failed: %s", self.tier_name, name, exc)
-            outcome = {
-                "status": "failed",
-                "error": str(exc)[-4000:],
-                "traceback": traceback.format_exc()[-4000:],
-            }
+            outcome = failure(exc)
         outcome.setdefault("status", "ok")
         outcome["stage_seconds"] = round(time.monotonic() - started, 1)
         self.results["stages"][name] = outcome
@@ -152,6 +169,8 @@ class TierRun(TierContext):
                     # --keep: the build and query stages run on it without ingesting again.
                     shutil.copytree(self.config.seed_lake, lake.root)
                     self.results["seed_lake"] = str(self.config.seed_lake)
+                    if "build" in self.config.stages:
+                        check_seed_lake(lake, self.topic, self.results["workload"]["messages"])
                 self.stage_result("ingest", lambda: self.ingest_stage(broker, lake))
                 self.stage_result("build", lambda: self.build_stage(broker, lake))
                 self.stage_result("freshness", lambda: self.freshness_stage(broker))
@@ -274,39 +293,85 @@ class TierRun(TierContext):
             self.spark_stage("build", f"build-full-{i}", overrides, "--full-refresh", *now)
             for i in range(1, self.config.repeat + 1)
         ]
+        full_summary = full_builds(full)
+        # A failed re-extraction (e.g. a build API without it) is reported and the stage goes on: its
+        # process fails before it touches the lake when the keyword is unknown.
+        re_extract = self.part(
+            "re-extraction builds",
+            lambda: full_builds(
+                [
+                    self.spark_stage("build", f"build-re-extract-{i}", overrides, "--re-extract", *now)
+                    for i in range(1, self.config.repeat + 1)
+                ]
+            ),
+        )
         increments, delta_ingests = [], []
         for k in range(1, min(self.config.repeat, DELTA_PARTS) + 1):
             spool = self.work / f"delta{k}.spool"
             produce(broker.bootstrap_servers, self.topic, read_spool(spool), self.max_message_bytes)
             delta_ingests.append(self.spark_stage("ingest", f"ingest-delta{k}", overrides))
-            run = self.spark_stage("build", f"build-incremental-{k}", overrides, *now)
-            if run.get("mode") != "incremental":
-                raise StageError(f"build-incremental-{k} ran as {run.get('mode')!r}, not incremental")
-            increments.append(run)
-        full_s = measure.summarize(r["work_s"] for r in full)
-        inc_s = measure.summarize(r["work_s"] for r in increments)
-        events = full[0]["new_events"]
-        return {
-            "full": {
-                "runs": full,
-                "seconds": full_s,
-                "events": events,
-                "events_per_s": events / full_s["median"],
-                "startup_s": measure.summarize(r["startup_s"] for r in full),
-                "peak_mib": measure.summarize(r["peak_mib"] for r in full),
-            },
-            "incremental": {
-                "runs": increments,
-                "seconds": inc_s,
-                "new_events": measure.summarize(r["new_events"] for r in increments),
-                "share_of_full": inc_s["median"] / full_s["median"] if increments else None,
-                "peak_mib": measure.summarize(r["peak_mib"] for r in increments),
-                "delta_ingest": {
-                    "runs": delta_ingests,
-                    "seconds": measure.summarize(r["work_s"] for r in delta_ingests),
-                },
-            },
+            increments.append(self.incremental_build(f"build-incremental-{k}", overrides, now))
+        result = {
+            "full": full_summary,
+            "re_extract": re_extract,
+            "incremental": incremental_builds(increments, delta_ingests, full_summary["seconds"]),
         }
+        self.results["stages"]["build"] = {**result, "status": "running"}
+        self.save()
+        result["history"] = self.part(
+            "history builds", lambda: self.history_builds(broker, lake, now, full_summary["seconds"])
+        )
+        return result
+
+    def incremental_build(self, label: str, overrides: dict[str, Any], now: list[str]) -> dict[str, Any]:
+        run = self.spark_stage("build", label, overrides, *now)
+        if run.get("mode") != "incremental":
+            raise StageError(f"{label} ran as {run.get('mode')!r}, not incremental")
+        return run
+
+    def history_builds(
+        self, broker: LocalKafka, lake: Lake, now: list[str], full_s: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The history delta (:meth:`Workload.history`, the same size on every tier), ingested once and built
+        incrementally ``repeat`` times, the lake put back as it was before the first build between two runs
+        (a copy)."""
+        overrides = lake.overrides(broker.bootstrap_servers, self.topic)
+        produced = produce(
+            broker.bootstrap_servers, self.topic, self.workload.history(), self.max_message_bytes
+        )
+        ingest = self.spark_stage("ingest", "ingest-history", overrides)
+        before = self.work / "lake-before-history"
+        shutil.rmtree(before, ignore_errors=True)
+        copy_s = 0.0
+        runs = []
+        try:
+            for i in range(1, self.config.repeat + 1):
+                started = time.monotonic()
+                if i == 1 and self.config.repeat > 1:
+                    shutil.copytree(lake.root, before)
+                elif i > 1:
+                    shutil.rmtree(lake.root)
+                    shutil.copytree(before, lake.root)
+                copy_s += time.monotonic() - started
+                runs.append(self.incremental_build(f"build-history-{i}", overrides, now))
+        finally:
+            shutil.rmtree(before, ignore_errors=True)
+        return {
+            **incremental_builds(runs, [ingest], full_s),
+            "messages": HISTORY_EVENTS,
+            "produced": produced,
+            "same_on_every_tier": HISTORY_SAME,
+            "lake_restored_between_runs": self.config.repeat > 1,
+            "lake_copy_s": round(copy_s, 1),
+        }
+
+    def part(self, what: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """One measurement of a stage that may fail without failing the stage: its error is its result."""
+        try:
+            return fn()
+        except Exception as exc:
+            log.error("[%s] %s failed: %s", self.tier_name, what, exc)
+            return failure(exc)
 
     # -- queries -------------------------------------------------------------------------------
     def queries_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
@@ -361,6 +426,58 @@ class TierRun(TierContext):
         if self.tier_name not in self.config.rentgen_tiers:
             return {"status": "not run", "reason": f"tier {self.tier_name} not in --rentgen-tiers"}
         return side_by_side(self)
+
+
+def check_seed_lake(lake: Lake, topic: str, base_messages: int) -> None:
+    """A seed lake must have read no more of the topic than its base part: the topic is new (base part
+    only) and the build stage appends the deltas to it, which an ingestion that had read further would
+    refuse (offsets gone back: ``failOnDataLoss``)."""
+    read = lake.ingested(topic)
+    if read is not None and read > base_messages:
+        raise StageError(
+            f"--seed-lake: its ingestion read {read:,} messages of {topic}, the base part has "
+            f"{base_messages:,}: it holds the deltas of an earlier build stage. Seed from a lake kept after "
+            "the ingest stage alone (--stages ingest --keep)."
+        )
+
+
+def failure(exc: Exception) -> dict[str, Any]:
+    """The result of a measurement that raised (called in its ``except`` block)."""
+    return {"status": "failed", "error": str(exc)[-4000:], "traceback": traceback.format_exc()[-4000:]}
+
+
+def full_builds(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Repeated builds of everything (``--full-refresh`` or ``--re-extract``): the shape of the build
+    stage's ``full`` and ``re_extract`` results."""
+    seconds = measure.summarize(r["work_s"] for r in runs)
+    events = runs[0].get("new_events") if runs else None
+    return {
+        "runs": runs,
+        "seconds": seconds,
+        "events": events,
+        "events_per_s": events / seconds["median"] if events and seconds else None,
+        "startup_s": measure.summarize(r["startup_s"] for r in runs),
+        "peak_mib": measure.summarize(r["peak_mib"] for r in runs),
+    }
+
+
+def incremental_builds(
+    runs: list[dict[str, Any]], ingests: list[dict[str, Any]], full_s: dict[str, Any]
+) -> dict[str, Any]:
+    """Incremental builds and the ingestion of their new events: the shape of the build stage's
+    ``incremental`` and ``history`` results."""
+    seconds = measure.summarize(r["work_s"] for r in runs)
+    return {
+        "runs": runs,
+        "seconds": seconds,
+        "new_events": measure.summarize(r["new_events"] for r in runs),
+        "share_of_full": seconds["median"] / full_s["median"] if seconds and full_s else None,
+        "peak_mib": measure.summarize(r["peak_mib"] for r in runs),
+        "delta_ingest": {
+            "runs": ingests,
+            "seconds": measure.summarize(r["work_s"] for r in ingests),
+        },
+    }
 
 
 def describe_estate(workload: Workload) -> dict[str, Any]:

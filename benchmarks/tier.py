@@ -77,6 +77,26 @@ class Lake:
             "openlineage": {"enabled": False},
         }
 
+    def ingested(self, topic: str) -> int | None:
+        """Messages of ``topic`` the lake's ingestion checkpoint has read (the sum of its latest end offsets
+        over the partitions), None without a checkpoint of that topic.
+
+        Spark's offset log: ``checkpoint/offsets/<batch>``, a version line, a metadata line, then one line
+        per source (the Kafka source's: ``{"topic": {"partition": next offset, ...}}``).
+        """
+        batches = [p for p in (self.checkpoint / "offsets").glob("*") if p.name.isdigit()]
+        if not batches:
+            return None
+        latest = max(batches, key=lambda p: int(p.name))
+        for line in latest.read_text().splitlines()[2:]:
+            try:
+                offsets = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(offsets, dict) and isinstance(offsets.get(topic), dict):
+                return sum(int(v) for v in offsets[topic].values())
+        return None
+
 
 @dataclass
 class TierContext:

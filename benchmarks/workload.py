@@ -31,13 +31,23 @@ delivered late (held back behind up to 300 later messages), about 0.1% malformed
 The time window is split into parts: ``base`` (the tier's events), then ``delta1`` ... ``delta5``, each the
 next 1% of the window (about 1% more events), for measuring incremental builds after new events arrive.
 
-``python -m benchmarks.workload --tier S --stats`` prints the shape of a tier without Kafka.
+After the window, ``history`` is a delta of a fixed size, :data:`HISTORY_EVENTS` messages on every tier, for
+measuring whether an incremental build costs the same on a small and on a large history
+(:meth:`Workload.history`). Its run starts and their kinds (batch or Flink) come from a random generator
+seeded without the tier, so they are the same on every tier; the runs are the tier's own units, so the
+bytes differ between tiers (other jobs, datasets and column counts). What is the same: the message count,
+the start times and kinds of the runs, the noise rates (duplicates, late, malformed), the seed.
+
+``python -m benchmarks.workload --tier S --stats`` prints the shape of a tier without Kafka (with
+``--part history``: of the fixed-size delta).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import heapq
+import itertools
 import json
 import math
 import random
@@ -54,6 +64,15 @@ BASE_TIME = datetime(2026, 10, 1, tzinfo=UTC)
 DELTA_SHARE = 0.01  # each ``delta<k>`` part: the next 1% of the time window after the base part
 DELTA_PARTS = 5  # delta1 .. delta5 (fixed, so that the base part never depends on how many are used)
 WINDOW = 1 + DELTA_SHARE * DELTA_PARTS
+# The ``history`` delta: the same number of messages on every tier, its runs starting after the window.
+HISTORY_EVENTS = 10_000
+HISTORY_START_EVERY_S = 2.0  # mean gap between two run starts (about 10 events/s once runs overlap)
+# Flink runs of the history delta send a heartbeat a minute for 15-30 minutes, of which the delta (about
+# 20 minutes of event time) holds a part: 11% of its runs being Flink's gives about the tiers' 8% of Flink
+# events.
+HISTORY_FLINK_RUN_SHARE = 0.11
+HISTORY_FLINK_TIMING = (60.0, 1800.0)  # heartbeat interval, run window (seconds)
+HISTORY_RUN_NUMBERS = 1_000_000  # run numbers (run random seeds) of the history delta start here
 
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PRODUCER_AIRFLOW = "https://github.com/apache/airflow/tree/providers-openlineage/2.2.0"
@@ -965,37 +984,52 @@ class Workload:
         starts.sort()
         return starts
 
-    def _events(self) -> Iterator[tuple[Spec, int]]:
-        """Every event of the window in event-time order, with a sequence number."""
+    def _events(self) -> Iterator[Spec]:
+        """Every event of the window in event-time order."""
         oversized_flag = [False]
         schedule = self._schedule()
         planner = _RunPlanner(self.estate, oversized_flag, self._flink_timing)
+        big = _rng("oversized", self.seed)
+        return self._merge(schedule, planner, big, oversized_flag, self.end)
+
+    def _merge(
+        self,
+        schedule: Iterable[tuple[datetime, int, int]],
+        planner: _RunPlanner,
+        big: random.Random,
+        flag: list[bool],
+        end: datetime | None,
+    ) -> Iterator[Spec]:
+        """The events of the scheduled runs (start order) in event-time order, those before ``end``."""
         units = self.estate.units
         heap: list[tuple[datetime, int, Spec, Iterator[Spec]]] = []
         counter = 0
-        big = _rng("oversized", self.seed)
         for start, unit_index, number in schedule:
             while heap and heap[0][0] <= start:
-                yield from self._pop(heap, big, oversized_flag)
+                yield from self._pop(heap, big, flag, end)
             run = planner.run(units[unit_index], number, start)
             first = next(run, None)
             if first is not None:
                 counter += 1
                 heapq.heappush(heap, (first.at, counter, first, run))
         while heap:
-            yield from self._pop(heap, big, oversized_flag)
+            yield from self._pop(heap, big, flag, end)
 
     def _pop(
-        self, heap: list[tuple[datetime, int, Spec, Iterator[Spec]]], big: random.Random, flag: list[bool]
-    ) -> Iterator[tuple[Spec, int]]:
+        self,
+        heap: list[tuple[datetime, int, Spec, Iterator[Spec]]],
+        big: random.Random,
+        flag: list[bool],
+        end: datetime | None,
+    ) -> Iterator[Spec]:
         _at, seq, spec, run = heapq.heappop(heap)
         if big.random() < self.shape.oversized_rate:
             flag[0] = True
         nxt = next(run, None)
         if nxt is not None:
             heapq.heappush(heap, (nxt.at, seq, nxt, run))
-        if spec.at < self.end:
-            yield spec, seq
+        if end is None or spec.at < end:
+            yield spec
 
     def part_of(self, at: datetime) -> int:
         """0 for the base part, k for ``delta<k>``."""
@@ -1006,15 +1040,21 @@ class Workload:
     def stream(self) -> Iterator[tuple[Message, int]]:
         """Every message of the window in delivery order with its part (0 base, k delta<k>). A message
         belongs to the part being delivered when it goes out (a late or duplicate one can cross over)."""
+        part = 0
+        for message, latest in self._deliver(self._events(), _rng("noise", self.seed, self.tier.name)):
+            part = max(part, self.part_of(latest.at))
+            yield message, part
+
+    def _deliver(self, specs: Iterable[Spec], rng: random.Random) -> Iterator[tuple[Message, Spec]]:
+        """The messages of ``specs`` in delivery order, with the noise (late, duplicate, malformed); each
+        with the latest spec generated when it goes out."""
         shape = self.shape
-        rng = _rng("noise", self.seed, self.tier.name)
         serializer = _Serializer(self.estate)
         delayed: list[tuple[int, int, Message]] = []  # (deliver after message n, tiebreak, message)
         delivered = 0
         tiebreak = 0
-        part = 0
-        for spec, _seq in self._events():
-            part = max(part, self.part_of(spec.at))
+        spec: Spec | None = None
+        for spec in specs:
             value = serializer.serialize(spec)
             msg = Message(message_key(spec), value, "event")
             batch: list[Message] = []
@@ -1032,15 +1072,58 @@ class Workload:
                 batch.append(malformed(spec, rng))
             for item in batch:
                 delivered += 1
-                yield item, part
+                yield item, spec
                 while delayed and delayed[0][0] <= delivered:
                     delivered += 1
-                    yield heapq.heappop(delayed)[2], part
-        while delayed:
-            yield heapq.heappop(delayed)[2], part
+                    yield heapq.heappop(delayed)[2], spec
+        while delayed and spec is not None:
+            yield heapq.heappop(delayed)[2], spec
+
+    def history(self, count: int = HISTORY_EVENTS) -> Iterator[Message]:
+        """The fixed-size delta after the window: exactly ``count`` messages (events, duplicates, malformed
+        ones at the tiers' rates), new runs of the tier's own units.
+
+        Runs start about every :data:`HISTORY_START_EVERY_S` seconds from the end of ``delta5``; whether a
+        run is a batch (Airflow DAG, Spark application) or a Flink run, and when it starts, is drawn from a
+        generator seeded with the seed only, the same on every tier. The unit is then picked among the
+        tier's batch units (by schedule weight) or Flink units, so the events themselves differ between
+        tiers. The last runs are cut where the count is reached (still running, as at any moment); a late
+        or duplicate message still held back then is not part of this delta.
+        """
+        flag = [False]
+        timing = {u.index: HISTORY_FLINK_TIMING for u in self.estate.units if u.kind == "flink"}
+        planner = _RunPlanner(self.estate, flag, timing)
+        big = _rng("history-oversized", self.seed)
+        specs = self._merge(self._history_schedule(), planner, big, flag, None)
+        delivered = self._deliver(specs, _rng("history-noise", self.seed))
+        for message, _latest in itertools.islice(delivered, count):
+            yield message
+
+    def _history_schedule(self) -> Iterator[tuple[datetime, int, int]]:
+        """(start, unit index, run number) of the history delta's runs, without end. Three draws per run
+        from a generator seeded without the tier: the same start times and kinds on every tier."""
+        rng = _rng("history", self.seed)
+        batch = [u for u in self.estate.units if u.kind != "flink"]
+        flink = [u for u in self.estate.units if u.kind == "flink"]
+        if not batch and not flink:
+            raise ValueError("the estate has no units")
+        weights = list(itertools.accumulate(u.weight for u in batch))
+        at = self.end
+        for k in itertools.count():
+            at += timedelta(seconds=rng.expovariate(1 / HISTORY_START_EVERY_S))
+            kind, pick = rng.random(), rng.random()
+            if flink and (kind < HISTORY_FLINK_RUN_SHARE or not batch):
+                unit = flink[min(int(pick * len(flink)), len(flink) - 1)]
+            else:
+                unit = batch[min(bisect.bisect_right(weights, pick * weights[-1]), len(batch) - 1)]
+            yield at, unit.index, HISTORY_RUN_NUMBERS + k
 
     def messages(self, part: str = "base") -> Iterator[Message]:
-        """The messages of one part: ``base`` (the tier), ``delta1`` ... ``delta5`` or ``all``."""
+        """The messages of one part: ``base`` (the tier), ``delta1`` ... ``delta5``, ``all`` (these three
+        together) or ``history`` (the fixed-size delta after them)."""
+        if part == "history":
+            yield from self.history()
+            return
         wanted = part_index(part)
         for message, index in self.stream():
             if wanted is None or index == wanted:
@@ -1245,7 +1328,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tier", choices=sorted(TIERS), default="S")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--part", default="base", help="base, delta1 .. delta5 or all")
+    parser.add_argument("--part", default="base", help="base, delta1 .. delta5, all or history")
     parser.add_argument("--stats", action="store_true", help="print the shape of the tier (default)")
     args = parser.parse_args(argv)
     print(json.dumps(describe(TIERS[args.tier], args.seed, args.part), indent=2))

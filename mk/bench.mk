@@ -3,9 +3,10 @@
 # The harness is the top-level package benchmarks/ (beside tests/, not installed: pyproject.toml packages
 # lineage* only), run from the repository root as `python -m benchmarks run|report|workload`.
 # Knobs: BENCH_TIERS="S M" BENCH_REPEAT=5 BENCH_ARGS="--label 'quiet machine'" make bench
-# A stage left out of --stages keeps its last result; e.g. after `BENCH_ARGS=--keep`, measure the build and the
-# queries again without ingesting: python -m benchmarks run --tier M --stages build,queries \
+# A stage left out of --stages keeps its last result; e.g. after `--stages ingest --keep`, measure the build and
+# the queries again without ingesting: python -m benchmarks run --tier M --stages build,queries \
 #   --seed-lake <a copy of var/bench/work/M/lake> (Iceberg metadata holds absolute paths: it is copied back there)
+# The build stage appends its deltas to the lake, so a lake kept after it seeds `--stages queries` only.
 
 BENCH_TIERS ?= S M L
 BENCH_REPEAT ?= 3

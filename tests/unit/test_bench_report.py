@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import load_results, render
+from benchmarks.report import history_line, load_results, render
 
 RESOURCES = Path(__file__).parent.parent / "resources" / "bench"
 
@@ -79,3 +79,86 @@ def test_rentgen_endpoint_rows_are_reported_next_to_the_cli(tmp_path: Path) -> N
     assert "| downstream | hub | 3 | 40 / 12 / 61 | 0.041 | 0.053 | 0.038 - 0.060 |" in text
     assert "0.041 s / worst 0.053 s, server 210 MiB (see below)" in text
     assert text.index("### CLI queries") < text.index("Data.Rentgen's lineage endpoint, tier S")
+
+
+def _tier(tier: str, build: dict[str, Any]) -> dict[str, Any]:
+    """A hand-made results file of one tier: only what the report needs, and the build stage."""
+    return {"tier": tier, "seed": 42, "repeat": 3, "stages": {"build": {"status": "ok", **build}}}
+
+
+def _seconds(median: float) -> dict[str, float]:
+    return {"median": median, "min": median - 1, "max": median + 1, "n": 3}
+
+
+def _build(history_s: float | None) -> dict[str, Any]:
+    build: dict[str, Any] = {
+        "full": {"seconds": _seconds(80.0), "events": 30_000, "peak_mib": _seconds(2800.0)},
+        "re_extract": {"seconds": _seconds(95.0), "events": 30_000, "peak_mib": _seconds(3100.0)},
+        "incremental": {"seconds": _seconds(40.0), "share_of_full": 0.5, "peak_mib": _seconds(2700.0)},
+    }
+    if history_s is not None:
+        build["history"] = {
+            "seconds": _seconds(history_s),
+            "new_events": _seconds(9_890.0),
+            "share_of_full": history_s / 80.0,
+            "peak_mib": _seconds(2600.0),
+            "messages": 10_000,
+        }
+    return build
+
+
+def test_re_extraction_and_history_rows_and_the_history_ratio() -> None:
+    results = {"S": _tier("S", _build(20.0)), "M": _tier("M", _build(25.0))}
+    text = render(results, "BENCHMARKS.png")
+    rows = text.splitlines()
+    assert (
+        "| Re-extraction of every event + full build (`--re-extract`), s | **95.0** [94.0 - 96.0] "
+        "| **95.0** [94.0 - 96.0] |" in rows
+    )
+    assert (
+        "| Peak memory, re-extraction + full build, MiB | **3,100** [3,099 - 3,101] "
+        "| **3,100** [3,099 - 3,101] |" in rows
+    )
+    assert (
+        "| History: incremental build of the same +10,000 events, s | **20.0** [19.0 - 21.0] "
+        "| **25.0** [24.0 - 26.0] |" in rows
+    )
+    assert (
+        "| Peak memory, history incremental build, MiB | **2,600** [2,599 - 2,601] "
+        "| **2,600** [2,599 - 2,601] |" in rows
+    )
+    line = "history independence: time on M / time on S = 1.25 (target <= 1.5)"
+    assert line in rows
+    # below the results table, before the next section
+    table_end = max(i for i, row in enumerate(rows) if row.startswith("| Data.Rentgen lineage endpoint"))
+    assert table_end < rows.index(line) < rows.index("### Build scaling")
+
+
+def test_results_of_older_runs_render_without_the_new_measurements(tmp_path: Path) -> None:
+    text = render(_results(tmp_path), "BENCHMARKS.png")  # S.json of an earlier run: no re_extract, history
+    rows = text.splitlines()
+    assert (
+        "| Re-extraction of every event + full build (`--re-extract`), s | not measured | not measured |"
+        in rows
+    )
+    assert (
+        "| History: incremental build of the same +10,000 events, s | not measured | not measured |" in rows
+    )
+    assert "| Peak memory, history incremental build, MiB | not measured | not measured |" in rows
+    assert "history independence:" not in text
+
+
+def test_history_ratio_needs_both_tiers_and_a_failed_part_says_why() -> None:
+    failed = _build(None)
+    failed["re_extract"] = {
+        "status": "failed",
+        "error": "build-re-extract-1 failed (exit 1); log x.log:\n...",
+    }
+    results = {"S": _tier("S", _build(20.0)), "M": _tier("M", failed)}
+    text = render(results, "BENCHMARKS.png")
+    assert "history independence:" not in text
+    assert history_line(results) is None
+    assert "| **95.0** [94.0 - 96.0] | failed: build-re-extract-1 failed (exit 1); log x.log: |" in text
+    assert history_line({"M": _tier("M", _build(30.0)), "S": _tier("S", _build(20.0))}) == (
+        "history independence: time on M / time on S = 1.50 (target <= 1.5)"
+    )

@@ -7,6 +7,7 @@ own bookkeeping), with tolerances for sampling noise.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -24,6 +25,7 @@ from pyspark.sql import SparkSession
 
 from benchmarks.workload import (
     DELTA_PARTS,
+    HISTORY_EVENTS,
     Message,
     Shape,
     Spec,
@@ -263,6 +265,53 @@ def test_spool_round_trip(tmp_path: Path, messages: list[Message]) -> None:
     write_spool(tmp_path / "x.spool", sample)
     back = list(read_spool(tmp_path / "x.spool"))
     assert [(m.key, m.value) for m in back] == [(m.key, m.value) for m in sample]
+
+
+# -- the fixed-size history delta --------------------------------------------------------------------------
+
+OTHER = Tier("U", jobs=900, datasets=1_700, events=20_000, days=3)  # another estate, another window
+
+
+def test_history_delta_has_exactly_its_size_whatever_the_tier() -> None:
+    for tier in (TINY, OTHER):
+        assert sum(1 for _ in Workload(tier, seed=7).history()) == HISTORY_EVENTS == 10_000
+    assert sum(1 for _ in Workload(TINY, seed=7).history(250)) == 250
+
+
+def test_history_delta_is_deterministic_for_a_seed() -> None:
+    first = list(Workload(TINY, seed=7).history())
+    assert _digest(list(Workload(TINY, seed=7).history())) == _digest(first)
+    assert [(m.key, m.value) for m in Workload(TINY, seed=7).messages("history")] == [
+        (m.key, m.value) for m in first
+    ]
+    assert _digest(list(Workload(TINY, seed=8).history())) != _digest(first)
+
+
+def test_history_delta_runs_start_at_the_same_times_with_the_same_kinds_on_every_tier() -> None:
+    def schedule(tier: Tier) -> list[tuple[Any, str, int]]:
+        workload = Workload(tier, seed=7)
+        units = workload.estate.units
+        runs = itertools.islice(workload._history_schedule(), 500)
+        return [(at - workload.end, units[u].kind == "flink", n) for at, u, n in runs]
+
+    assert schedule(TINY) == schedule(OTHER)
+
+
+def test_history_delta_comes_after_the_window_with_new_runs_and_the_usual_noise() -> None:
+    workload = Workload(TINY, seed=7)
+    history = list(workload.history())
+    kinds = Counter(m.kind for m in history)
+    assert 0.005 * HISTORY_EVENTS <= kinds["duplicate"] <= 0.02 * HISTORY_EVENTS
+    assert kinds["malformed"] <= 0.005 * HISTORY_EVENTS
+    events = [json.loads(m.value) for m in history if m.kind == "event" and m.value]
+    end = workload.end.isoformat().replace("+00:00", "")
+    assert min(e["eventTime"] for e in events) >= end
+    flink = sum(1 for e in events if e["producer"].endswith("/flink"))
+    assert 0.04 <= flink / len(events) <= 0.12
+    window_runs = {
+        json.loads(m.value)["run"]["runId"] for m, _ in workload.stream() if m.kind == "event" and m.value
+    }
+    assert not window_runs & {e["run"]["runId"] for e in events}
 
 
 class _Pick(random.Random):
