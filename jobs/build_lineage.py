@@ -1,6 +1,6 @@
 """Build the lineage tables (lake.lineage.*) from lake.raw.events; incremental unless --full-refresh.
 
-spark-submit jobs/build_lineage.py [--full-refresh] [--now 2026-11-22T10:00:00Z]
+spark-submit jobs/build_lineage.py [--full-refresh | --re-extract] [--now 2026-11-22T10:00:00Z]
 (or plain ``python jobs/build_lineage.py``). Everything else comes from conf/lineage.toml and LINEAGE__* env.
 """
 
@@ -28,7 +28,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--full-refresh", action="store_true", help="rebuild every table from all raw events")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="recompute every lineage table from the extracted form of all events (no JSON parsing)",
+    )
+    mode.add_argument(
+        "--re-extract",
+        action="store_true",
+        help="parse every raw event again into the extracted form, then recompute every table",
+    )
     parser.add_argument("--now", type=_instant, help="reference time for run liveness (default: now)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -36,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     spark = build_session(settings, "build-lineage")
     try:
-        result = observed_build(spark, settings, full_refresh=args.full_refresh, now=args.now)
+        result = observed_build(
+            spark, settings, full_refresh=args.full_refresh, re_extract=args.re_extract, now=args.now
+        )
     except BuildError as exc:
         print(f"build_lineage: {exc}", file=sys.stderr)
         return 2

@@ -16,8 +16,7 @@ from openlineage.client.event_v2 import OutputDataset, RunState
 from pyspark.sql import SparkSession
 
 from lineage.batch.build import (
-    DERIVED_TABLES,
-    INCREMENTAL_TABLES,
+    BUILD_TABLES,
     STATE_TABLE,
     BuildResult,
     build_lineage,
@@ -89,6 +88,11 @@ INGEST_COLUMNS: dict[str, ColumnMap] = {
 _JOB = ("job_namespace", "job_name")
 _FROM_JSON = "event_json"
 BUILD_COLUMNS: dict[str, ColumnMap] = {
+    "event_facts": _columns(
+        "events",
+        identity=("event_kind", "event_type", "event_time", "run_id", *_JOB, "parent_run_id", "producer"),
+        derived={f: _FROM_JSON for f in ("event_hash", "job_type", "run_error", "run_processing_engine")},
+    ),
     "dataset_mentions": _columns(
         "events",
         identity=("event_kind", "event_type", "event_time", "run_id", *_JOB),
@@ -183,7 +187,12 @@ def observed_ingest(
 
 
 def observed_build(
-    spark: SparkSession, settings: Settings, *, full_refresh: bool = False, now: datetime | None = None
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    full_refresh: bool = False,
+    re_extract: bool = False,
+    now: datetime | None = None,
 ) -> BuildResult:
     """:func:`build_lineage`, reported as a BATCH run of job ``build_lineage``."""
     catalog = settings.catalog
@@ -197,11 +206,11 @@ def observed_build(
         raw = describe_tables(catalog, [(catalog.raw_namespace, "events")])
         inputs = [input_dataset(info) for info in raw]
         run.emit(RunState.START, inputs)
-        result = build_lineage(spark, settings, full_refresh=full_refresh, now=now)
+        result = build_lineage(spark, settings, full_refresh=full_refresh, re_extract=re_extract, now=now)
         outputs: list[OutputDataset] = []
         if result.mode != "noop":
             sources = {"events": (raw[0].namespace, raw[0].name)} if raw else {}
-            tables = (*INCREMENTAL_TABLES, *DERIVED_TABLES, STATE_TABLE)
+            tables = (*BUILD_TABLES, STATE_TABLE)
             names = [(catalog.lineage_namespace, t) for t in tables]
             outputs = [
                 output_dataset(info, column_map=BUILD_COLUMNS.get(_table(info)), sources=sources)

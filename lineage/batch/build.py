@@ -1,22 +1,29 @@
-"""Build the lineage model (``lake.lineage.*``) from ``lake.raw.events``, incrementally by default.
+"""Build the lineage model (``lake.lineage.*``) from ``lake.raw.events``: each event parsed once, every table
+maintained by key from the new events.
 
-State lives in the lake: ``lineage.build_state`` records, per build, the raw-table snapshot it processed.
-An incremental build reads only the rows appended since that snapshot and
+State lives in the lake: ``lineage.build_state`` records, per build, the raw-table snapshot up to which the
+extracted form and the model are complete. A build pins the raw table at its current snapshot C and, with
+P the snapshot of the last build:
 
-1. replaces this range's rows in ``dataset_mentions`` (every dataset mention of every event, the compact
-   input of the dataset-level tables; the rows carry the snapshot the range starts after, so a re-run of the
-   same range replaces them instead of adding them twice);
-2. recomputes the jobs and runs those new events touch, from *all* their raw events (a run's row is a
-   function of all its events, so recomputing it gives exactly what a full refresh gives), and merges them
-   by key; every still-running run gets its liveness re-evaluated at the build's reference time;
-3. rebuilds the dataset-level tables (aliases, datasets, schemas, run_io, edges, summaries) from
-   ``dataset_mentions`` and ``runs``: no JSON is parsed again for them;
-4. appends the processed snapshot to ``build_state`` as the very last commit.
+1. **Extract** the rows appended in (P, C] (Iceberg incremental read), parsing each event's JSON once
+   (:mod:`lineage.transforms.extract`): ``event_facts`` (one typed row per event) and ``dataset_mentions``
+   (one row per dataset mention). Rows carry the snapshot their range starts after, so a re-run of the same
+   range replaces them instead of adding them twice. No later build reads that JSON again.
+2. **Maintain** every model table by key from the facts of that range (:meth:`_Build.incremental`):
+   jobs and runs touched by the new events are recomputed from their facts and merged; the alias graph is
+   re-labelled only for the components the new mentions touch; every dataset-level table is recomputed for
+   the datasets (and jobs) in scope and replaced there, rows of merged-away datasets deleted.
+3. Append C to ``build_state`` as the very last commit.
 
-Each step is one atomic Iceberg commit per table and idempotent for the same range, so a build killed at
-any point and run again leaves the same tables as an uninterrupted one. ``full_refresh`` rebuilds every
-table from all raw events; both modes give identical tables for the same reference time (tested).
-With no new raw snapshot a build commits nothing.
+``full_refresh`` recomputes every model table from the whole extracted form (no JSON parsing);
+``re_extract`` throws the extracted form away and parses every raw event again first (after a change to
+what is extracted). A full recompute and the incremental maintenance give identical tables (tested).
+
+Each step is one atomic Iceberg commit per table and idempotent for the same range. The set of datasets an
+incremental build recomputes is written to ``build_pending`` before any model table changes, and re-read
+by a re-run of the same range: a build killed at any point and run again leaves the same tables as an
+uninterrupted one (a merged-away dataset id is only known before the aliases change). With no new raw
+snapshot a build commits nothing.
 """
 
 from __future__ import annotations
@@ -29,19 +36,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.io import lake
 from lineage.settings import Settings
 from lineage.transforms import columns, model
+from lineage.transforms.extract import event_facts, extract_events
+from lineage.transforms.model_common import JOB_EVENT, RUN_EVENT, RUNNING
 
 log = logging.getLogger(__name__)
 
 JOB_KEY = ["job_namespace", "job_name"]
+NODE_KEY = ["node_namespace", "node_name"]
+LINK_KEY = ["src_ns", "src_n", "dst_ns", "dst_n"]
+ALIAS_KEY = ["alias_namespace", "alias_name"]
+
 # Tables of lake.lineage written by the build, in build order.
-INCREMENTAL_TABLES = ("dataset_mentions", "jobs", "runs")
-DERIVED_TABLES = (
+EXTRACTED_TABLES = ("event_facts", "dataset_mentions")
+MODEL_TABLES = (
+    "jobs",
+    "runs",
+    "alias_nodes",
+    "alias_links",
     "dataset_aliases",
     "datasets",
     "dataset_schemas",
@@ -53,8 +70,29 @@ DERIVED_TABLES = (
     "column_edges",
     "column_paths",
 )
+BUILD_TABLES = EXTRACTED_TABLES + MODEL_TABLES
+PENDING_TABLE = "build_pending"
 STATE_TABLE = "build_state"
-FULL_RANGE_START = -1  # after_snapshot_id of mentions written by a full refresh
+
+# The columns that identify a row of each table replaced by scope.
+ROW_KEYS = {
+    "dataset_aliases": ALIAS_KEY,
+    "datasets": ["dataset_id"],
+    "dataset_schemas": ["dataset_id", "schema_hash"],
+    "run_io": ["run_id", "dataset_id", "direction"],
+    "job_edges": [*JOB_KEY, "dataset_id", "direction"],
+    "dataset_edges": ["source_dataset_id", "target_dataset_id", *JOB_KEY],
+    "job_summary": JOB_KEY,
+    "dataset_summary": ["dataset_id"],
+    "column_edges": [*columns.EDGE_KEY, "scope"],
+    "column_paths": columns.PATH_KEY,
+}
+
+RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
+FULL_RANGE_START = -1  # RANGE of rows extracted from the whole raw table
+# build_state modes besides the finished ones (full, re-extract, incremental):
+FULL_PENDING = "full-pending"  # extracted through raw_snapshot_id, the full recompute not finished yet
+EXTRACT_PENDING = "re-extract-pending"  # the extracted form is being rebuilt: not usable
 
 # Test-only fault injection: SIGKILL this process right after the named step commits.
 FAULT_ENV = "LINEAGE_FAULT_KILL_BUILD_AFTER"
@@ -66,12 +104,29 @@ class BuildError(RuntimeError):
 
 @dataclass
 class BuildResult:
-    mode: str  # "full", "incremental" or "noop"
+    mode: str  # "full", "re-extract", "incremental" or "noop"
     raw_snapshot_id: int | None
     previous_snapshot_id: int | None
-    new_events: int
+    new_events: int  # events extracted by this build (0 for a full refresh with nothing new)
     reference_time: datetime
     seconds: float
+    events: int | None = None  # events the model was recomputed from (full modes: all of them)
+
+
+@dataclass(frozen=True)
+class _State:
+    snapshot: int  # the extracted form is complete up to this raw snapshot
+    full_pending: bool  # a full recompute was started and not finished
+
+
+@dataclass(frozen=True)
+class _AliasDelta:
+    """The alias graph's components touched by new mentions, re-labelled (all materialised)."""
+
+    nodes: DataFrame  # alias_nodes rows of every node of the touched components
+    links: DataFrame  # alias_links rows of the new mentions
+    aliases: DataFrame  # dataset_aliases rows of every alias of the touched components
+    dataset_ids: DataFrame  # dataset_id: every id the touched components had or now have
 
 
 class _Build:
@@ -80,11 +135,15 @@ class _Build:
         self.settings = settings
         self.now = now
         self.raw = settings.catalog.events_table
+        self.rules = sorted(settings.build.alias_rules.items())
         self._fault = os.environ.get(FAULT_ENV) or None
 
     def t(self, name: str) -> str:
         """Full name of a ``lineage`` table, e.g. ``lake.lineage.runs``."""
         return self.settings.catalog.table(self.settings.catalog.lineage_namespace, name)
+
+    def table(self, name: str) -> DataFrame:
+        return self.spark.table(self.t(name))
 
     def step_done(self, step: str) -> None:
         log.info("build step %s committed", step)
@@ -93,35 +152,306 @@ class _Build:
             os.kill(os.getpid(), signal.SIGKILL)
 
     # -- state ---------------------------------------------------------------------------------------
-    def last_processed(self) -> int | None:
-        state = self.t(STATE_TABLE)
-        if not lake.table_exists(self.spark, state):
-            return None
-        if not all(lake.table_exists(self.spark, self.t(n)) for n in INCREMENTAL_TABLES + DERIVED_TABLES):
+    def last_state(self) -> _State | None:
+        """Where the last build left the lake; None when the extracted form must be (re)built."""
+        if not all(lake.table_exists(self.spark, self.t(n)) for n in (*BUILD_TABLES, STATE_TABLE)):
             return None
         row = (
-            self.spark.table(state)
-            .orderBy(F.col("built_at").desc(), F.col("raw_snapshot_id").desc())
-            .select("raw_snapshot_id")
+            self.table(STATE_TABLE)
+            .orderBy(F.col("built_at").desc())
+            .select("raw_snapshot_id", "mode")
             .first()
         )
-        return int(row[0]) if row else None
+        if row is None or row["mode"] == EXTRACT_PENDING or row["raw_snapshot_id"] is None:
+            return None
+        return _State(int(row["raw_snapshot_id"]), row["mode"] == FULL_PENDING)
 
-    def record(self, mode: str, previous: int | None, current: int, new_events: int) -> None:
+    def record(self, mode: str, previous: int | None, current: int | None, new_events: int) -> None:
         row = self.spark.createDataFrame(
             [(current, previous, mode, new_events, datetime.now(UTC), self.now)],
             "raw_snapshot_id bigint, previous_snapshot_id bigint, mode string, new_events bigint, "
             "built_at timestamp, reference_time timestamp",
         )
-        if mode == "full" or not lake.table_exists(self.spark, self.t(STATE_TABLE)):
-            lake.replace_table(row, self.t(STATE_TABLE))
-        else:
+        if lake.table_exists(self.spark, self.t(STATE_TABLE)):
             lake.append(row, self.t(STATE_TABLE))
-        self.step_done(STATE_TABLE)
+        else:
+            lake.replace_table(row, self.t(STATE_TABLE))
+        self.step_done(f"{STATE_TABLE}:{mode}")
 
-    # -- steps ---------------------------------------------------------------------------------------
-    def liveness(self, runs: DataFrame, heartbeats: DataFrame) -> DataFrame:
+    # -- 1. extraction -------------------------------------------------------------------------------
+    def extract(self, previous: int | None, current: int) -> int:
+        """Parse the events of (``previous``, ``current``] (all events when ``previous`` is None) once into
+        ``event_facts`` and ``dataset_mentions``; returns how many events were extracted."""
+        if previous is None:
+            source, tag = lake.read_at(self.spark, self.raw, current), FULL_RANGE_START
+        else:
+            source, tag = lake.read_appended(self.spark, self.raw, previous, current), previous
+        # Persisted once, written twice: the parse is the expensive part and is done once.
+        extracted = extract_events(source).persist(StorageLevel.MEMORY_AND_DISK)
+        count = extracted.count()
+        tagged = F.lit(tag).cast("bigint")
+        outputs = {
+            "event_facts": event_facts(extracted).withColumn(RANGE, tagged),
+            "dataset_mentions": model.dataset_mentions(extracted).withColumn(RANGE, tagged),
+        }
+        for name, frame in outputs.items():
+            if previous is None:
+                lake.replace_table(frame, self.t(name))
+            else:
+                lake.overwrite_where(frame, self.t(name), RANGE, previous)
+            self.step_done(name)
+        extracted.unpersist()
+        return count
+
+    # -- 2a. full recompute --------------------------------------------------------------------------
+    def full(self) -> int:
+        """Every model table recomputed from the whole extracted form; returns the number of events."""
+        facts = self.table("event_facts")
+        jobs = model.jobs(facts).join(model.heartbeat_gaps(facts), JOB_KEY, "left")
+        self._put("jobs", jobs)
+        self._put("runs", self.liveness(model.runs(facts)))
+        mentions = self.table("dataset_mentions")
+        graph = model.alias_graph(mentions, self.rules)
+        edges = graph.edges.localCheckpoint()
+        initial = graph.labels.localCheckpoint()
+        labels = self._settle(initial, edges)
+        self._put("alias_nodes", _node_rows(initial, labels))
+        self._put("alias_links", edges.where(~_self_loop()))
+        self._put("dataset_aliases", model.resolve_aliases(graph, labels))
+        self.dataset_tables(None, None)
+        return int(facts.count())
+
+    # -- 2b. incremental maintenance -----------------------------------------------------------------
+    def incremental(self, previous: int) -> None:
+        """Maintain every model table from the facts extracted for the range after ``previous``."""
+        facts = self.table("event_facts")
+        delta = facts.where(F.col(RANGE) == previous)
+        runs_touched = delta.where(F.col("run_id").isNotNull()).select("run_id").distinct().localCheckpoint()
+        jobs_touched = (
+            delta.where(F.col("event_kind").isin(RUN_EVENT, JOB_EVENT) & F.col("job_name").isNotNull())
+            .select(*JOB_KEY)
+            .distinct()
+            .localCheckpoint()
+        )
+        aliases = self._alias_delta(self.table("dataset_mentions").where(F.col(RANGE) == previous))
+
+        # Datasets in scope, fixed before any model table changes: those the touched components had or
+        # now have, those the touched runs read or wrote, and the targets of column edges from them.
+        old_io = self.table("run_io").join(runs_touched, "run_id", "left_semi").select("dataset_id")
+        old_column_targets = (
+            self.table("column_edges")
+            .join(
+                aliases.dataset_ids.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id"
+            )
+            .select(F.col("target_dataset_id").alias("dataset_id"))
+        )
+        pending = self._pending().where(F.col(RANGE) == previous).select("dataset_id")
+        in_scope = (
+            aliases.dataset_ids.unionByName(old_io).unionByName(old_column_targets).unionByName(pending)
+        )
+        datasets = in_scope.distinct().localCheckpoint()
+        lake.overwrite_where(
+            datasets.withColumn(RANGE, F.lit(previous).cast("bigint")), self.t(PENDING_TABLE), RANGE, previous
+        )
+        self.step_done(PENDING_TABLE)
+
+        job_facts = facts.join(F.broadcast(jobs_touched), JOB_KEY, "left_semi")
+        jobs = model.jobs(job_facts).join(model.heartbeat_gaps(job_facts), JOB_KEY, "left")
+        lake.merge_by_key(jobs, self.t("jobs"), JOB_KEY)
+        self.step_done("jobs")
+
+        runs_table = self.table("runs")
+        old_run_jobs = runs_table.join(runs_touched, "run_id", "left_semi").select(*JOB_KEY).localCheckpoint()
+        fresh = model.runs(facts.join(F.broadcast(runs_touched), "run_id", "left_semi"))
+        # Still-running runs nobody touched: their liveness changes with time and with their job's cadence.
+        running = (
+            runs_table.where(F.col("reported_state") == RUNNING)
+            .join(runs_touched, "run_id", "left_anti")
+            .select(*fresh.columns)
+        )
+        lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
+        self.step_done("runs")
+        # Jobs whose summary changes through their runs: touched runs' (old and new) jobs, and every job with
+        # a still-running run (its silence grows with the reference time).
+        runs_now = self.table("runs")
+        run_jobs = (
+            old_run_jobs.unionByName(runs_now.join(runs_touched, "run_id", "left_semi").select(*JOB_KEY))
+            .unionByName(runs_now.where(F.col("reported_state") == RUNNING).select(*JOB_KEY))
+            .distinct()
+            .localCheckpoint()
+        )
+
+        lake.merge_by_key(aliases.nodes, self.t("alias_nodes"), NODE_KEY)
+        self.step_done("alias_nodes")
+        lake.insert_missing(aliases.links, self.t("alias_links"), LINK_KEY)
+        self.step_done("alias_links")
+        lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
+        self.step_done("dataset_aliases")
+        self.dataset_tables(datasets, run_jobs)
+
+    def _pending(self) -> DataFrame:
+        if not lake.table_exists(self.spark, self.t(PENDING_TABLE)):
+            empty = self.spark.createDataFrame([], f"dataset_id string, {RANGE} bigint")
+            lake.replace_table(empty, self.t(PENDING_TABLE))
+        return self.table(PENDING_TABLE)
+
+    def _alias_delta(self, new_mentions: DataFrame) -> _AliasDelta:
+        """Re-label the alias components the new mentions touch: their nodes (old and new), their links
+        (stored and new), label propagation on that subgraph only."""
+        graph = model.alias_graph(new_mentions, self.rules)
+        new_nodes = graph.labels.select(*NODE_KEY, F.col("label.rank").alias("rank")).localCheckpoint()
+        stored = self.table("alias_nodes")
+        old_ids = (
+            stored.join(new_nodes, NODE_KEY, "left_semi").select("dataset_id").distinct().localCheckpoint()
+        )
+        members = (
+            stored.join(old_ids, "dataset_id", "left_semi")
+            .select(*NODE_KEY, "rank")
+            .unionByName(new_nodes)
+            .groupBy(*NODE_KEY)
+            .agg(F.min("rank").alias("rank"))
+            .localCheckpoint()
+        )
+        initial = members.select(*NODE_KEY, _label()).localCheckpoint()
+        sources = members.select(F.col("node_namespace").alias("src_ns"), F.col("node_name").alias("src_n"))
+        edges = (
+            self.table("alias_links")
+            .join(sources, ["src_ns", "src_n"], "left_semi")
+            .unionByName(graph.edges)
+            .unionByName(_self_loops(members))
+            .distinct()
+            .localCheckpoint()
+        )
+        labels = self._settle(initial, edges)
+        old_aliases = (
+            self.table("dataset_aliases").join(old_ids, "dataset_id", "left_semi").select(*ALIAS_KEY)
+        )
+        known = model.alias_forms(old_aliases, self.rules)
+        forms = known.unionByName(graph.forms.select(*known.columns)).distinct()
+        aliases = model.resolve_aliases(model.AliasGraph(forms, initial, edges), labels).localCheckpoint()
+        nodes = _node_rows(initial, labels).localCheckpoint()
+        own_ids = new_nodes.select(
+            model.dataset_id(F.col("node_namespace"), F.col("node_name")).alias("dataset_id")
+        )
+        ids = (
+            old_ids.unionByName(nodes.select("dataset_id")).unionByName(own_ids).distinct().localCheckpoint()
+        )
+        return _AliasDelta(nodes, graph.edges.where(~_self_loop()).distinct(), aliases, ids)
+
+    # -- shared by both: the dataset-level tables ----------------------------------------------------
+    def dataset_tables(self, datasets: DataFrame | None, run_jobs: DataFrame | None) -> None:
+        """The dataset-level tables: everything when ``datasets`` is None, else the rows of the datasets in
+        ``datasets`` and of the jobs and datasets connected to them, replaced in place."""
+        scoped = datasets is not None
+        aliases = self.table("dataset_aliases")
+        mentions = self.table("dataset_mentions")
+        if datasets is not None:
+            aliases = aliases.join(datasets, "dataset_id", "left_semi")
+            names = aliases.select(
+                F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name")
+            )
+            mentions = mentions.join(names.distinct(), ["namespace", "name"], "left_semi")
+        mentions = mentions.persist(StorageLevel.MEMORY_AND_DISK)
+        runs = self.table("runs")
+
+        self._put("datasets", model.datasets(mentions, aliases), datasets)
+        self._put("dataset_schemas", model.dataset_schemas(mentions, aliases), datasets)
+        self._put("run_io", model.run_io(mentions, aliases), datasets)
+        io = _within(self.table("run_io"), datasets)
+        old_edge_jobs = (
+            _within(self.table("job_edges"), datasets).select(*JOB_KEY).localCheckpoint() if scoped else None
+        )
+        static = model.static_io(mentions, aliases)
+        self._put("job_edges", model.job_edges(io, runs, static), datasets)
+
+        edges = self.table("job_edges")
+        jobs = None
+        ends = None
+        if old_edge_jobs is not None:
+            # Jobs with an edge on a dataset in scope, before or after: their dataset edges change.
+            jobs = (
+                old_edge_jobs.unionByName(_within(edges, datasets).select(*JOB_KEY))
+                .distinct()
+                .localCheckpoint()
+            )
+            ends = _edge_ends(self.table("dataset_edges").join(jobs, JOB_KEY, "left_semi")).localCheckpoint()
+            edges = edges.join(jobs, JOB_KEY, "left_semi")
+        self._put("dataset_edges", model.dataset_edges(edges), jobs)
+
+        all_edges = self.table("job_edges")
+        summarised_jobs = None
+        summarised = None
+        if jobs is not None and run_jobs is not None and datasets is not None and ends is not None:
+            summarised_jobs = jobs.unionByName(run_jobs).distinct().localCheckpoint()
+            new_ends = _edge_ends(self.table("dataset_edges").join(jobs, JOB_KEY, "left_semi"))
+            summarised = datasets.unionByName(ends).unionByName(new_ends).distinct().localCheckpoint()
+            # A job's fan-in/out needs every edge on the datasets it reads or writes.
+            touching = all_edges.join(summarised_jobs, JOB_KEY, "left_semi").select("dataset_id").distinct()
+            job_runs = runs.join(summarised_jobs, JOB_KEY, "left_semi")
+            job_edges = all_edges.join(touching, "dataset_id", "left_semi")
+            summary = model.job_summary(job_runs, job_edges).join(summarised_jobs, JOB_KEY, "left_semi")
+        else:
+            summary = model.job_summary(runs, all_edges)
+        self._put("job_summary", summary, summarised_jobs)
+
+        dataset_edges = self.table("dataset_edges")
+        if summarised is not None:
+            as_source = summarised.withColumnRenamed("dataset_id", "source_dataset_id")
+            as_target = summarised.withColumnRenamed("dataset_id", "target_dataset_id")
+            dataset_edges = (
+                dataset_edges.join(as_source, "source_dataset_id", "left_semi")
+                .unionByName(dataset_edges.join(as_target, "target_dataset_id", "left_semi"))
+                .distinct()
+            )
+        self._put(
+            "dataset_summary",
+            model.dataset_summary(
+                _within(self.table("datasets"), summarised),
+                _within(all_edges, summarised),
+                dataset_edges,
+                _within(self.table("run_io"), summarised),
+                runs,
+                _within(self.table("dataset_schemas"), summarised),
+            ),
+            summarised,
+        )
+
+        targets = path_targets = None
+        if datasets is not None:
+            targets = datasets.withColumnRenamed("dataset_id", "target_dataset_id")
+            # Paths into the changed targets and into everything downstream of them.
+            downstream = self.table("column_paths").join(
+                datasets.withColumnRenamed("dataset_id", "source_dataset_id"),
+                "source_dataset_id",
+                "left_semi",
+            )
+            path_targets = (
+                targets.unionByName(downstream.select("target_dataset_id")).distinct().localCheckpoint()
+            )
+        self._put(
+            "column_edges",
+            columns.column_edges(mentions, self.table("dataset_aliases"), alias_rules=self.rules),
+            targets,
+        )
+        mentions.unpersist()
+        self._put("column_paths", self._column_paths(self.table("column_edges"), path_targets), path_targets)
+
+    def _put(self, name: str, frame: DataFrame, scope: DataFrame | None = None) -> None:
+        """Write a whole table (no scope), or replace its rows in ``scope``."""
+        if scope is None:
+            lake.replace_table(frame, self.t(name))
+        else:
+            lake.replace_in_scope(self.spark, frame, self.t(name), ROW_KEYS[name], scope)
+        self.step_done(name)
+
+    # -- steps shared by the modes -------------------------------------------------------------------
+    def liveness(self, runs: DataFrame) -> DataFrame:
         build = self.settings.build
+        heartbeats = (
+            self.table("jobs")
+            .where(F.col("median_gap_seconds").isNotNull())
+            .select(*JOB_KEY, "median_gap_seconds", "gap_count")
+        )
         return model.run_liveness(
             runs,
             heartbeats,
@@ -131,101 +461,32 @@ class _Build:
             overrides=build.liveness_overrides or None,
         )
 
-    def full(self, events: DataFrame) -> None:
-        mentions = model.dataset_mentions(events).withColumn(
-            "after_snapshot_id", F.lit(FULL_RANGE_START).cast("bigint")
-        )
-        lake.replace_table(mentions, self.t("dataset_mentions"))
-        self.step_done("dataset_mentions")
-        jobs = model.jobs(events).join(model.heartbeat_gaps(events), JOB_KEY, "left")
-        lake.replace_table(jobs, self.t("jobs"))
-        self.step_done("jobs")
-        lake.replace_table(self.liveness(model.runs(events), self._heartbeats()), self.t("runs"))
-        self.step_done("runs")
-
-    def incremental(self, everything: DataFrame, new: DataFrame, previous: int) -> None:
-        mentions = model.dataset_mentions(new).withColumn("after_snapshot_id", F.lit(previous).cast("bigint"))
-        lake.overwrite_where(mentions, self.t("dataset_mentions"), "after_snapshot_id", previous)
-        self.step_done("dataset_mentions")
-
-        touched_jobs = new.where(F.col("job_name").isNotNull()).select(*JOB_KEY).distinct()
-        job_events = everything.join(F.broadcast(touched_jobs), JOB_KEY, "left_semi")
-        jobs = model.jobs(job_events).join(model.heartbeat_gaps(job_events), JOB_KEY, "left")
-        lake.merge_by_key(jobs, self.t("jobs"), JOB_KEY)
-        self.step_done("jobs")
-
-        touched_runs = new.where(F.col("run_id").isNotNull()).select("run_id").distinct()
-        fresh = model.runs(everything.join(F.broadcast(touched_runs), "run_id", "left_semi"))
-        # Still-running runs nobody touched: their liveness changes with time and with their job's cadence.
-        running = (
-            self.spark.table(self.t("runs"))
-            .where(F.col("reported_state") == "RUNNING")
-            .join(touched_runs, "run_id", "left_anti")
-            .select(*fresh.columns)
-        )
-        live = self.liveness(fresh.unionByName(running), self._heartbeats())
-        lake.merge_by_key(live, self.t("runs"), ["run_id"])
-        self.step_done("runs")
-
-    def _heartbeats(self) -> DataFrame:
-        return (
-            self.spark.table(self.t("jobs"))
-            .where(F.col("median_gap_seconds").isNotNull())
-            .select(*JOB_KEY, "median_gap_seconds", "gap_count")
-        )
-
-    def derived(self) -> None:
-        rules = sorted(self.settings.build.alias_rules.items())
-        rounds = self.settings.build.alias_max_iterations
-        # Read from the table each time, not cached: at a million events the mentions (schemas of up to
-        # hundreds of fields, column-lineage JSON) do not fit the driver; the compressed table reads fast.
-        mentions = self.spark.table(self.t("dataset_mentions"))
-        runs = self.spark.table(self.t("runs"))
-        self._write("dataset_aliases", self._aliases(mentions, rules, rounds))
-        aliases = self.spark.table(self.t("dataset_aliases"))
-        self._write("datasets", model.datasets(mentions, aliases))
-        self._write("dataset_schemas", model.dataset_schemas(mentions, aliases))
-        self._write("run_io", model.run_io(mentions, aliases))
-        io = self.spark.table(self.t("run_io"))
-        self._write("job_edges", model.job_edges(io, runs, model.static_io(mentions, aliases)))
-        edges = self.spark.table(self.t("job_edges"))
-        self._write("dataset_edges", model.dataset_edges(edges))
-        self._write("job_summary", model.job_summary(runs, edges))
-        self._write(
-            "dataset_summary",
-            model.dataset_summary(
-                self.spark.table(self.t("datasets")),
-                edges,
-                self.spark.table(self.t("dataset_edges")),
-                io,
-                runs,
-                self.spark.table(self.t("dataset_schemas")),
-            ),
-        )
-        self._write("column_edges", columns.column_edges(mentions, aliases, alias_rules=rules))
-        self._write("column_paths", self._column_paths(self.spark.table(self.t("column_edges"))))
-
-    def _aliases(self, mentions: DataFrame, rules: list[tuple[str, str]], rounds: int) -> DataFrame:
-        """:func:`model.dataset_aliases` with each label round materialised, stopping at the first round that
-        changes no label (real components are 2-3 names across, so a few rounds instead of all of them)."""
-        graph = model.alias_graph(mentions, rules)
-        edges = graph.edges.localCheckpoint()
-        labels = graph.labels.localCheckpoint()
-        for done in range(1, rounds + 1):
+    def _settle(self, labels: DataFrame, edges: DataFrame, rounds: int | None = None) -> DataFrame:
+        """Min-label propagation with each round materialised, stopping at the first round that changes no
+        label (real components are 2-3 names across, so a few rounds instead of all of them)."""
+        limit = self.settings.build.alias_max_iterations if rounds is None else rounds
+        for done in range(1, limit + 1):
             nxt = model.propagate_labels(labels, edges).localCheckpoint()
             settled = model.labels_changed(labels, nxt).isEmpty()
             labels = nxt
             if settled:
                 log.info("dataset aliases: labels settled after %d rounds", done)
                 break
+        return labels
+
+    def _aliases(self, mentions: DataFrame, rules: list[tuple[str, str]], rounds: int) -> DataFrame:
+        """:func:`model.dataset_aliases` computed the way the build does (rounds materialised, stopping once
+        settled)."""
+        graph = model.alias_graph(mentions, rules)
+        labels = self._settle(graph.labels.localCheckpoint(), graph.edges.localCheckpoint(), rounds)
         return model.resolve_aliases(graph, labels)
 
-    def _column_paths(self, edges: DataFrame) -> DataFrame:
+    def _column_paths(self, edges: DataFrame, targets: DataFrame | None) -> DataFrame:
         """Breadth-first rounds over the column edges, each materialised, stopping once a round adds
-        nothing (or at ``column_path_max_depth``): the lazily unrolled 20-round plan would be re-planned
-        whole, and most estates are a few hops deep."""
+        nothing (or at ``column_path_max_depth``); with ``targets``, only the paths into those datasets."""
         max_depth = self.settings.build.column_path_max_depth
-        paths = columns.column_paths(edges, max_depth=1).localCheckpoint()
+        seeds = edges if targets is None else edges.join(targets, "target_dataset_id", "left_semi")
+        paths = columns.column_paths(seeds, max_depth=1).localCheckpoint()
         for hops in range(1, max_depth):
             longer = columns.extend_column_paths(paths, edges, hops=hops).localCheckpoint()
             if longer.where(F.col("hops") == hops + 1).isEmpty():
@@ -233,20 +494,63 @@ class _Build:
             paths = longer
         return paths
 
-    def _write(self, name: str, frame: DataFrame) -> None:
-        lake.replace_table(frame, self.t(name))
-        self.step_done(name)
+
+def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:
+    return frame if datasets is None else frame.join(datasets, "dataset_id", "left_semi")
+
+
+def _edge_ends(dataset_edges: DataFrame) -> DataFrame:
+    """Both ends of some dataset edges, as ``dataset_id``."""
+    return (
+        dataset_edges.select(F.col("source_dataset_id").alias("dataset_id"))
+        .unionByName(dataset_edges.select(F.col("target_dataset_id").alias("dataset_id")))
+        .distinct()
+    )
+
+
+def _label() -> Column:
+    return F.struct(F.col("rank"), F.col("node_namespace").alias("ns"), F.col("node_name").alias("n")).alias(
+        "label"
+    )
+
+
+def _self_loop() -> Column:
+    return (F.col("src_ns") == F.col("dst_ns")) & (F.col("src_n") == F.col("dst_n"))
+
+
+def _self_loops(nodes: DataFrame) -> DataFrame:
+    return nodes.select(
+        F.col("node_namespace").alias("src_ns"),
+        F.col("node_name").alias("src_n"),
+        F.col("node_namespace").alias("dst_ns"),
+        F.col("node_name").alias("dst_n"),
+    )
+
+
+def _node_rows(initial: DataFrame, labels: DataFrame) -> DataFrame:
+    """``alias_nodes`` rows: each node with its own rank and its component's dataset id."""
+    return initial.select(*NODE_KEY, F.col("label.rank").alias("rank")).join(
+        labels.select(*NODE_KEY, model.dataset_id(F.col("label.ns"), F.col("label.n")).alias("dataset_id")),
+        NODE_KEY,
+    )
 
 
 def build_lineage(
-    spark: SparkSession, settings: Settings, *, full_refresh: bool = False, now: datetime | None = None
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    full_refresh: bool = False,
+    re_extract: bool = False,
+    now: datetime | None = None,
 ) -> BuildResult:
     """Bring ``lake.lineage.*`` up to date with ``lake.raw.events``.
 
     Args:
         spark: the session (catalog wired by :func:`lineage.spark.build_session`).
         settings: loaded settings (catalog names, liveness and alias rules).
-        full_refresh: rebuild everything from all raw events instead of the new snapshots only.
+        full_refresh: recompute every model table from the whole extracted form (no JSON parsing).
+        re_extract: parse every raw event again into the extracted form first (after a change to what is
+            extracted), then recompute everything.
         now: reference time for run liveness (default: the current time, UTC).
 
     Raises:
@@ -260,29 +564,33 @@ def build_lineage(
         raise BuildError(f"{build.raw} does not exist: run the ingestion (jobs/ingest_events.py) first")
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.{catalog.lineage_namespace}")
     current = lake.current_snapshot_id(spark, build.raw)
-    previous = None if full_refresh else build.last_processed()
-    if current is None or (previous is not None and previous == current):
+    state = None if re_extract else build.last_state()
+    previous = state.snapshot if state else None
+    if current is None or (
+        state is not None and previous == current and not (full_refresh or state.full_pending)
+    ):
         log.info("no new raw snapshots since %s: nothing to build", previous)
         return BuildResult("noop", current, previous, 0, reference, time.monotonic() - started)
 
-    everything = lake.read_at(spark, build.raw, current)
-    if previous is None:
-        mode = "full"
-        # Not persisted: at a million events the JSON alone is gigabytes (a cache of it ran a 2 GB driver out
-        # of memory); each step reads the compressed columns it needs from the table instead.
-        new_events = everything.count()
-        if lake.table_exists(spark, build.t(STATE_TABLE)):
-            # Forget the old state first: a full refresh killed half-way is then finished by any next build.
-            spark.sql(f"DROP TABLE {build.t(STATE_TABLE)}")
-        build.full(everything)
+    events = None
+    if state is None:
+        # The extracted form is missing, unfinished or to be rebuilt: parse every raw event.
+        mode = "re-extract" if re_extract else "full"
+        build.record(EXTRACT_PENDING, previous, None, 0)
+        new_events = build.extract(None, current)
     else:
-        mode = "incremental"
-        new = lake.read_appended(spark, build.raw, previous, current).persist(StorageLevel.MEMORY_AND_DISK)
-        new_events = new.count()
-        build.incremental(everything, new, previous)
-    build.derived()
+        new_events = build.extract(previous, current) if previous != current else 0
+        mode = "full" if full_refresh or state.full_pending else "incremental"
+    if mode == "incremental":
+        assert previous is not None
+        build.incremental(previous)
+    else:
+        # Marked first: a full recompute killed half-way is finished by whatever build runs next.
+        build.record(FULL_PENDING, previous, current, new_events)
+        events = build.full()
     build.record(mode, previous, current, new_events)
-    everything.unpersist()
     seconds = time.monotonic() - started
-    log.info("%s build of %d new events up to raw snapshot %s in %.1f s", mode, new_events, current, seconds)
-    return BuildResult(mode, current, previous, new_events, reference, seconds)
+    log.info(
+        "%s build: %d events extracted, up to raw snapshot %s, in %.1f s", mode, new_events, current, seconds
+    )
+    return BuildResult(mode, current, previous, new_events, reference, seconds, events)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 _MODEL_TABLE_PROPERTIES = {
@@ -10,6 +10,12 @@ _MODEL_TABLE_PROPERTIES = {
     "write.parquet.compression-codec": "zstd",
     "write.metadata.delete-after-commit.enabled": "true",
     "write.metadata.previous-versions-max": "20",
+    # Incremental builds change a few keys of large tables: write position deletes for the changed rows
+    # instead of rewriting every data file that holds one (copy-on-write). Readers merge them; Spark and
+    # pyiceberg both read position deletes. Compaction folds them back (Iceberg's rewrite_data_files).
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
 }
 
 
@@ -56,14 +62,58 @@ def overwrite_where(frame: DataFrame, table: str, column: str, value: int) -> No
 
 def merge_by_key(frame: DataFrame, table: str, keys: list[str]) -> None:
     """Upsert ``frame`` into ``table`` on ``keys``: matched rows replaced whole, new rows inserted."""
-    source = "s"
+    # The target's columns are qualified by its full table name (DataFrame.mergeInto has no alias).
+    on = _same_keys(table, "s", keys)
+    frame.alias("s").mergeInto(table, on).whenMatched().updateAll().whenNotMatched().insertAll().merge()
+
+
+def insert_missing(frame: DataFrame, table: str, keys: list[str]) -> None:
+    """Insert the rows of ``frame`` whose ``keys`` are not in ``table`` yet (existing rows untouched)."""
+    frame.alias("s").mergeInto(table, _same_keys(table, "s", keys)).whenNotMatched().insertAll().merge()
+
+
+def _same_keys(left: str, right: str, keys: list[str]) -> Column:
     on = None
     for key in keys:
-        # The target's columns are qualified by its full table name (DataFrame.mergeInto has no alias).
-        clause = F.col(f"{table}.{key}").eqNullSafe(F.col(f"{source}.{key}"))
+        clause = F.col(f"{left}.{key}").eqNullSafe(F.col(f"{right}.{key}"))
         on = clause if on is None else on & clause
     assert on is not None
-    (frame.alias(source).mergeInto(table, on).whenMatched().updateAll().whenNotMatched().insertAll().merge())
+    return on
+
+
+def replace_in_scope(
+    spark: SparkSession, frame: DataFrame, table: str, keys: list[str], scope: DataFrame
+) -> None:
+    """Make the rows of ``table`` whose ``scope`` columns match a row of ``scope`` equal to ``frame``: in one
+    atomic MERGE, rows of ``frame`` replace or add rows by ``keys`` (null-safe), and rows in the scope that
+    ``frame`` no longer has are deleted.
+
+    Args:
+        spark: the session.
+        frame: the new rows of the scope (all of them; each row's scope columns must be in ``scope``).
+        table: the target table (same columns as ``frame``).
+        keys: the columns that identify a row.
+        scope: distinct values of the scope columns (e.g. ``dataset_id``), matched by name.
+    """
+    old = spark.table(table).join(scope, scope.columns, "left_semi").select(*keys)
+    gone = (
+        old.alias("o")
+        .join(frame.select(*keys).alias("n"), _same_keys("o", "n", keys), "left_anti")
+        .withColumn("_delete", F.lit(True))
+    )
+    source = frame.withColumn("_delete", F.lit(False)).unionByName(gone, allowMissingColumns=True)
+    columns = {c: F.col(f"s.{c}") for c in frame.columns}
+    (
+        source.alias("s")
+        .mergeInto(table, _same_keys(table, "s", keys))
+        .whenMatched(F.col("s._delete"))
+        .delete()
+        .whenMatched()
+        .update(columns)
+        .whenNotMatched(~F.col("s._delete"))
+        .insert(columns)
+        .merge()
+    )
 
 
 def append(frame: DataFrame, table: str) -> None:

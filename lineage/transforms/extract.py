@@ -155,7 +155,9 @@ def extract_events(events: DataFrame) -> DataFrame:
             processing_type="processingType",
         ).alias("job_type"),
         get(v, f"{job}.documentation.description").alias("job_description"),
-        _facet(v, f"{job}.sourceCodeLocation", **{name: key for key, name in SOURCE_CODE_FIELDS}).alias("job_source_code"),
+        _facet(v, f"{job}.sourceCodeLocation", **{name: key for key, name in SOURCE_CODE_FIELDS}).alias(
+            "job_source_code"
+        ),
         get(v, f"{job}.ownership.owners", OWNERS_TYPE).alias("job_owners"),
         get(v, f"{job}.tags.tags", TAGS_TYPE).alias("job_tags"),
         _facet(

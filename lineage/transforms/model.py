@@ -25,6 +25,7 @@ from __future__ import annotations
 from lineage.transforms.model_common import dataset_id
 from lineage.transforms.model_datasets import (
     AliasGraph,
+    alias_forms,
     alias_graph,
     apply_alias_rules,
     canonical_mentions,
@@ -51,6 +52,7 @@ from lineage.transforms.model_runs import heartbeat_gaps, jobs, run_liveness, ru
 
 __all__ = [
     "AliasGraph",
+    "alias_forms",
     "alias_graph",
     "apply_alias_rules",
     "canonical_mentions",

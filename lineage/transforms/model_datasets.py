@@ -265,6 +265,30 @@ def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None =
     return AliasGraph(forms, labels, edges)
 
 
+def alias_forms(aliases: DataFrame, alias_rules: list[tuple[str, str]] | None = None) -> DataFrame:
+    """The graph forms (see :class:`AliasGraph`) of known alias names, without their mentions.
+
+    Every alias of ``dataset_aliases`` was a name as reported, its normalised form or a (normalised) symlink
+    identifier; normalisation is idempotent, so its normal form and node follow from the name alone.
+
+    Args:
+        aliases: ``alias_namespace, alias_name`` (e.g. rows of ``dataset_aliases``).
+        alias_rules: the rules the graph is built with.
+
+    Returns:
+        ``alias_namespace, alias_name, norm_namespace, norm_name, node_namespace, node_name``.
+    """
+    norm_namespace = normalize_namespace(F.col("alias_namespace"))
+    return aliases.select(
+        "alias_namespace",
+        "alias_name",
+        norm_namespace.alias("norm_namespace"),
+        normalize_name(F.col("alias_name")).alias("norm_name"),
+        apply_alias_rules(norm_namespace, alias_rules).alias("node_namespace"),
+        normalize_name(F.col("alias_name")).alias("node_name"),
+    )
+
+
 def propagate_labels(labels: DataFrame, edges: DataFrame) -> DataFrame:
     """One round of min-label propagation: every node takes the smallest label among itself and its
     neighbours. Labels only ever decrease, so a round that changes none is a fixed point."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -15,18 +16,20 @@ from chispa import assert_df_equality
 from openlineage.client.serde import Serde
 from pyspark.sql import DataFrame, SparkSession
 
-from lineage.batch.build import DERIVED_TABLES, FAULT_ENV, INCREMENTAL_TABLES, build_lineage
+from lineage.batch.build import BUILD_TABLES, FAULT_ENV, RANGE, build_lineage
 from lineage.demo.events import lab_events
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.publish import publish_raw
 from lineage.settings import Settings
+from tests.unit.column_events import column_lineage, direct, input_field
+from tests.unit.model_events import at, dataset, run_event, run_id
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-ALL_TABLES = INCREMENTAL_TABLES + DERIVED_TABLES
+ALL_TABLES = BUILD_TABLES
 
 
 def send(settings: Settings, events: list[bytes]) -> None:
@@ -44,8 +47,8 @@ def lab_json() -> list[bytes]:
 
 def table(spark: SparkSession, settings: Settings, name: str) -> DataFrame:
     frame = spark.table(settings.catalog.table(settings.catalog.lineage_namespace, name))
-    # Which build range wrote a mention is bookkeeping, not lineage.
-    return frame.drop("after_snapshot_id") if name == "dataset_mentions" else frame
+    # Which build range extracted a row is bookkeeping, not lineage.
+    return frame.drop(RANGE) if RANGE in frame.columns else frame
 
 
 def frozen(spark: SparkSession, settings: Settings) -> dict[str, DataFrame]:
@@ -140,6 +143,119 @@ def test_incremental_builds_equal_a_full_refresh(spark: SparkSession, own_lake: 
 
     assert_same_tables(incremental, frozen(spark, own_lake))
     assert incremental["runs"].count() == 8
+
+
+TOPIC, ORDERS, HIVE_ORDERS = (
+    ("kafka://k:9092", "orders"),
+    ("s3://wh", "orders"),
+    ("hive://meta:9083", "db.orders"),
+)
+REPORT, FINAL = ("s3://wh", "report"), ("s3://wh", "final")
+
+
+def _merge_scenario() -> tuple[list[dict], list[dict]]:
+    """Two builds' events. The second brings a symlink that merges two datasets known since the first (and
+    changes the canonical name of one: the Hive name sorts first), the COMPLETE of a run whose START came
+    in the first, a replayed event and a late RUNNING of a finished run."""
+    ingest = run_event(
+        "COMPLETE",
+        at(10),
+        run_id(1),
+        ("lab", "ingest"),
+        inputs=[dataset(*TOPIC, fields=[("price", "double")])],
+        outputs=[
+            dataset(
+                *ORDERS,
+                fields=[("price", "double")],
+                column_lineage=column_lineage({"price": [input_field(TOPIC, "price", direct("IDENTITY"))]}),
+            )
+        ],
+    )
+    report = run_event(
+        "COMPLETE",
+        at(20),
+        run_id(2),
+        ("lab", "report"),
+        inputs=[dataset(*HIVE_ORDERS)],
+        outputs=[
+            dataset(
+                *REPORT,
+                column_lineage=column_lineage(
+                    {"total": [input_field(HIVE_ORDERS, "price", direct("AGGREGATION"))]}
+                ),
+            )
+        ],
+    )
+    straddle_start = run_event("START", at(30), run_id(3), ("lab", "final"), inputs=[dataset(*REPORT)])
+    first = [ingest, report, straddle_start]
+    catalog = run_event(
+        "COMPLETE", at(40), run_id(4), ("lab", "catalog"), outputs=[dataset(*ORDERS, symlinks=[HIVE_ORDERS])]
+    )
+    straddle_end = run_event(
+        "COMPLETE",
+        at(50),
+        run_id(3),
+        ("lab", "final"),
+        outputs=[
+            dataset(
+                *FINAL,
+                column_lineage=column_lineage({"x": [input_field(REPORT, "total", direct("IDENTITY"))]}),
+            )
+        ],
+    )
+    late = run_event("RUNNING", at(15), run_id(2), ("lab", "report"))
+    # The replayed event is of a run the second part touches anyway: the merged-away dataset's rows (ingest's
+    # output) must be found through the alias change alone.
+    return first, [straddle_end, late, catalog, straddle_start]
+
+
+def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
+    spark: SparkSession, own_lake: Settings
+) -> None:
+    first, second = _merge_scenario()
+    send(own_lake, [json.dumps(e).encode() for e in first])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    assert build_lineage(spark, own_lake, now=NOW).mode == "full"
+    catalog = open_catalog(own_lake.catalog)
+    ids_before = {
+        (d["namespace"], d["name"]): d["dataset_id"]
+        for d in catalog.load_table("lineage.datasets").scan().to_arrow().to_pylist()
+    }
+    assert ORDERS in ids_before and HIVE_ORDERS in ids_before  # two datasets until the symlink arrives
+    send(own_lake, [json.dumps(e).encode() for e in second])
+    run_ingest(spark, own_lake, trigger="availableNow")
+
+    result = build_lineage(spark, own_lake, now=NOW)
+
+    assert (result.mode, result.new_events) == ("incremental", 4)
+    incremental = frozen(spark, own_lake)
+    catalog = open_catalog(own_lake.catalog)
+    ids = {
+        (d["namespace"], d["name"]): d["dataset_id"]
+        for d in catalog.load_table("lineage.datasets").scan().to_arrow().to_pylist()
+    }
+    assert ORDERS not in ids and ids[HIVE_ORDERS] == ids_before[HIVE_ORDERS]  # one dataset, the Hive name
+    gone = ids_before[ORDERS]
+    for name in ("run_io", "job_edges", "dataset_summary"):
+        rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
+        assert all(r["dataset_id"] != gone for r in rows), name
+    paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
+    final_x = {
+        (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]))
+        for p in paths
+        if (p["target_dataset_id"], p["target_field"]) == (ids[FINAL], "x")
+    }
+    # The merge joins ingest's output to report's input: the topic's price now reaches final.x.
+    assert final_x[(ids[TOPIC], "price")] == (3, ["ingest", "report", "final"])
+    edges = catalog.load_table("lineage.job_edges").scan().to_arrow().to_pylist()
+    straddling = [e for e in edges if e["job_name"] == "final"]
+    assert {(e["dataset_id"], e["direction"], e["run_count"]) for e in straddling} == {
+        (ids[REPORT], "input", 1),
+        (ids[FINAL], "output", 1),
+    }
+
+    assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
+    assert_same_tables(incremental, frozen(spark, own_lake))
 
 
 def test_build_without_new_events_commits_nothing(spark: SparkSession, own_lake: Settings) -> None:
