@@ -14,7 +14,7 @@ TEST_PREREQS :=
 # Parts of the build owned by one feature each (Flink producers, benchmarks, browser tests).
 -include $(sort $(wildcard mk/*.mk))
 
-.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full report lineage-report demo test \
+.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full build-reextract report lineage-report demo test \
         test-unit lint clean distclean
 
 help: ## List the targets
@@ -59,8 +59,11 @@ ingest-once: setup ## Land what is in the topic now, then stop (availableNow)
 build: setup ## Build lake.lineage.* from the new raw events (incremental)
 	$(PY) jobs/build_lineage.py
 
-build-full: setup ## Rebuild lake.lineage.* from all raw events
+build-full: setup ## Recompute lake.lineage.* from the extracted form of all events (no JSON parsing)
 	$(PY) jobs/build_lineage.py --full-refresh
+
+build-reextract: setup ## Parse every raw event again into the extracted form, then recompute lake.lineage.*
+	$(PY) jobs/build_lineage.py --re-extract
 
 report: ## Print what landed in the raw tables
 	$(PY) -m lineage.demo report

@@ -351,7 +351,9 @@ class _Build:
                 F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name")
             )
             mentions = mentions.join(names.distinct(), ["namespace", "name"], "left_semi")
-        mentions = mentions.persist(StorageLevel.MEMORY_AND_DISK)
+            # The scope's mentions are read by five tables: kept once. All mentions (a full recompute) are
+            # not: at a million events they do not fit the driver, and the compressed table reads fast.
+            mentions = mentions.persist(StorageLevel.MEMORY_AND_DISK)
         runs = self.table("runs")
 
         self._put("datasets", model.datasets(mentions, aliases), datasets)

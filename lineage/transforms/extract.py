@@ -124,11 +124,12 @@ def _mentions(v: Column) -> Column:
     )
 
 
-def extract_events(events: DataFrame) -> DataFrame:
+def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataFrame:
     """Parse each event's JSON once and read everything the model needs from it.
 
     Args:
         events: rows of ``lake.raw.events`` (RunEvents, JobEvents and DatasetEvents).
+        variant: the event as a VARIANT when ``events`` already holds one (default: parse ``event_json``).
 
     Returns:
         :data:`FACT_COLUMNS` plus ``mentions`` (array of role, namespace, name as reported, symlinks,
@@ -142,7 +143,9 @@ def extract_events(events: DataFrame) -> DataFrame:
     job = "$.job.facets"
     run = "$.run.facets"
     parsed = events.where(F.col("event_kind").isin(RUN_EVENT, JOB_EVENT, DATASET_EVENT)).select(
-        *ENVELOPE, event_hash().alias("event_hash"), parsed_event().alias("_v")
+        *ENVELOPE,
+        event_hash().alias("event_hash"),
+        (parsed_event() if variant is None else variant).alias("_v"),
     )
     return parsed.select(
         *ENVELOPE,
