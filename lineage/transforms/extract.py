@@ -16,6 +16,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
     DATASET_EVENT,
     IDENTIFIERS_TYPE,
@@ -30,21 +31,10 @@ from lineage.transforms.model_common import (
     present,
 )
 
-# Envelope columns of raw.events carried into the facts unchanged (no parsing needed for them).
-ENVELOPE = (
-    "event_kind",
-    "event_type",
-    "event_time",
-    "run_id",
-    "job_namespace",
-    "job_name",
-    "parent_run_id",
-    "parent_job_namespace",
-    "parent_job_name",
-    "root_run_id",
-    "root_job_namespace",
-    "root_job_name",
-    "producer",
+# Envelope columns of raw.events carried into the facts unchanged (no parsing needed for them): the event's
+# own columns up to ``producer``, less the DatasetEvent's dataset (read with the mentions).
+ENVELOPE = tuple(
+    c for c in EVENT_COLUMNS[: EVENT_COLUMNS.index("producer") + 1] if not c.startswith("dataset_")
 )
 
 # Columns of ``lineage.event_facts`` (besides the build's bookkeeping column), in table order.

@@ -80,6 +80,18 @@ def apply_alias_rules(namespace_col: Column, rules: list[tuple[str, str]] | None
     return mapped.otherwise(namespace_col)
 
 
+# What a mention keeps of its event.
+_MENTION_EVENT = (
+    "event_kind",
+    "event_type",
+    "event_time",
+    "event_hash",
+    "run_id",
+    "job_namespace",
+    "job_name",
+)
+
+
 def dataset_mentions(events: DataFrame) -> DataFrame:
     """Every dataset mention: ``inputs``/``outputs`` of RunEvents and JobEvents, ``dataset`` of DatasetEvents.
 
@@ -97,16 +109,9 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         (the two column-lineage facets, JSON)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
-    exploded = extracted.select(
-        "event_kind",
-        "event_type",
-        "event_time",
-        "event_hash",
-        "run_id",
-        "job_namespace",
-        "job_name",
-        F.explode("mentions").alias("m"),
-    ).where(F.col("m.namespace").isNotNull() & F.col("m.name").isNotNull())
+    exploded = extracted.select(*_MENTION_EVENT, F.explode("mentions").alias("m")).where(
+        F.col("m.namespace").isNotNull() & F.col("m.name").isNotNull()
+    )
     symlinks = F.transform(
         F.col("m.symlinks"),
         lambda s: F.struct(
@@ -116,13 +121,7 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         ),
     )
     return exploded.select(
-        "event_kind",
-        "event_type",
-        "event_time",
-        "event_hash",
-        "run_id",
-        "job_namespace",
-        "job_name",
+        *_MENTION_EVENT,
         F.col("m.role").alias("role"),
         normalize_namespace(F.col("m.namespace")).alias("namespace"),
         normalize_name(F.col("m.name")).alias("name"),
