@@ -154,7 +154,9 @@ class _Build:
     # -- state ---------------------------------------------------------------------------------------
     def last_state(self) -> _State | None:
         """Where the last build left the lake; None when the extracted form must be (re)built."""
-        if not all(lake.table_exists(self.spark, self.t(n)) for n in (*BUILD_TABLES, STATE_TABLE)):
+        catalog = self.settings.catalog
+        existing = lake.tables_in(self.spark, f"{catalog.name}.{catalog.lineage_namespace}")
+        if not existing.issuperset((*BUILD_TABLES, STATE_TABLE)):
             return None
         row = (
             self.table(STATE_TABLE)
@@ -484,17 +486,19 @@ class _Build:
         return model.resolve_aliases(graph, labels)
 
     def _column_paths(self, edges: DataFrame, targets: DataFrame | None) -> DataFrame:
-        """Breadth-first rounds over the column edges, each materialised, stopping once a round adds
-        nothing (or at ``column_path_max_depth``); with ``targets``, only the paths into those datasets."""
+        """Breadth-first rounds over the column edges (:func:`columns.next_column_paths`), each round's new
+        pairs materialised, stopping once a round finds none (or at ``column_path_max_depth``); with
+        ``targets``, only the paths into those datasets."""
         max_depth = self.settings.build.column_path_max_depth
         seeds = edges if targets is None else edges.join(targets, "target_dataset_id", "left_semi")
-        paths = columns.column_paths(seeds, max_depth=1).localCheckpoint()
-        for hops in range(1, max_depth):
-            longer = columns.extend_column_paths(paths, edges, hops=hops).localCheckpoint()
-            if longer.where(F.col("hops") == hops + 1).isEmpty():
+        frontier = columns.column_paths(seeds, max_depth=1).localCheckpoint()
+        found = frontier
+        for _ in range(1, max_depth):
+            frontier = columns.next_column_paths(frontier, found, edges).localCheckpoint()
+            if frontier.isEmpty():
                 break
-            paths = longer
-        return paths
+            found = found.unionByName(frontier)
+        return found
 
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:

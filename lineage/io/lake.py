@@ -23,6 +23,11 @@ def table_exists(spark: SparkSession, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
+def tables_in(spark: SparkSession, namespace: str) -> set[str]:
+    """Names of the tables in a namespace (``catalog.namespace``), one catalog call."""
+    return {row["tableName"] for row in spark.sql(f"SHOW TABLES IN {namespace}").collect()}
+
+
 def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
     """The table's current snapshot id, None for a table without snapshots."""
     rows = spark.sql(

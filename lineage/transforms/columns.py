@@ -1,48 +1,25 @@
 """Column-level lineage: column edges from the column-lineage facets, and end-to-end column paths.
 
-Pure transforms, no I/O, no actions. The input is ``dataset_mentions`` (its ``column_lineage`` column holds
-each output dataset's ``columnLineage`` facet as JSON) and ``dataset_aliases``; the facet is read through a
-VARIANT one path at a time, as :mod:`lineage.transforms.model_common` does, so a mistyped part nulls that
-part only.
-
-Facet (OpenLineage ``ColumnLineageDatasetFacet``, spec/facets/ColumnLineageDatasetFacet.json)::
-
-    fields: {<output field>: {inputFields: [{namespace, name, field,
-                                             transformations: [{type, subtype, description, masking}]}],
-                              transformationDescription?, transformationType?}}   # the last two: legacy
-    dataset: [{namespace, name, field, transformations: [...]}]                   # dataset-wide dependencies
-
-The newer ``lineage`` dataset facet (spec/facets/LineageDatasetFacet.json: ``fields.<f>.inputs[]`` and a
-dataset-wide ``inputs[]``, inputs typed ``DATASET``/``JOB``) has the same input shape; it is read when the
-mentions carry it as a JSON column named ``lineage`` (``dataset_mentions`` does not extract it yet).
+Pure transforms, no I/O, no actions. The input is ``dataset_mentions``, whose ``column_entries`` hold each
+output dataset's column-lineage facets (``columnLineage`` and the newer ``lineage``) as typed entries,
+extracted once (:mod:`lineage.transforms.column_facets`), and ``column_facet`` the digest of that content;
+and ``dataset_aliases``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from lineage.transforms.model_common import dataset_id, get
+from lineage.transforms.column_facets import DATASET_SCOPE, DIRECT, FIELD_SCOPE, INDIRECT
+from lineage.transforms.model_common import dataset_id
 from lineage.transforms.model_datasets import (
     apply_alias_rules,
     canonical_mentions,
     normalize_name,
     normalize_namespace,
-)
-
-DIRECT = "DIRECT"
-INDIRECT = "INDIRECT"
-FIELD_SCOPE = "field"
-DATASET_SCOPE = "dataset"
-
-# Spark DDL type of one transformation, as kept in ``column_edges.transformations``.
-TRANSFORMATION_TYPE = "struct<type:string,subtype:string,description:string,masking:boolean>"
-_ENTRY_TYPE = (
-    "struct<target_field:string,namespace:string,name:string,field:string,transformations:array<"
-    + TRANSFORMATION_TYPE
-    + ">>"
 )
 
 EDGE_KEY = [
@@ -53,89 +30,6 @@ EDGE_KEY = [
     "job_namespace",
     "job_name",
 ]
-
-
-def _transformation(node: Column) -> Column:
-    # Spec enums are upper case; a producer sending "direct" means DIRECT. `masking` defaults to false (spec).
-    return F.struct(
-        F.upper(F.trim(get(node, "$.type"))).alias("type"),
-        F.upper(F.trim(get(node, "$.subtype"))).alias("subtype"),
-        get(node, "$.description").alias("description"),
-        F.coalesce(get(node, "$.masking", "boolean"), F.lit(False)).alias("masking"),
-    )
-
-
-def _legacy_transformation(field_entry: Column) -> Column:
-    """The one transformation of an input field without ``transformations`` (facet 1-0-x).
-
-    The first facet versions put ``transformationType`` (IDENTITY or MASKED, spec/facets/
-    ColumnLineageDatasetFacet.md of 1-0-x) and ``transformationDescription`` on the output field. Every input
-    of such a field was used to compute its value, so it is DIRECT.
-    """
-    kind = F.upper(F.trim(get(field_entry, "$.transformationType")))
-    return F.struct(
-        F.lit(DIRECT).alias("type"),
-        kind.alias("subtype"),
-        get(field_entry, "$.transformationDescription").alias("description"),
-        # Facet 1-0-x: MASKED = "a hash of the input value that doesn't expose the original value".
-        F.coalesce(kind.contains("MASK"), F.lit(False)).alias("masking"),
-    )
-
-
-def _input_entry(
-    node: Column, target_field: Column, default: Column, type_ok: Callable[[Column], Column] | None
-) -> Column:
-    given = F.transform(get(node, "$.transformations", "array<variant>"), _transformation)
-    transformations = F.when(F.size(given) > 0, given).otherwise(F.array(default))
-    entry = F.struct(
-        target_field.cast("string").alias("target_field"),
-        get(node, "$.namespace").alias("namespace"),
-        get(node, "$.name").alias("name"),
-        get(node, "$.field").alias("field"),
-        transformations.alias("transformations"),
-    )
-    return entry if type_ok is None else F.when(type_ok(node), entry)
-
-
-def _facet_entries(facet_json: Column, inputs_key: str, dataset_key: str, *, typed: bool) -> Column:
-    """Every input of a facet as ``array<entry>``: field-level (target_field set) then dataset-wide (null)."""
-    v = F.try_parse_json(facet_json)
-    empty = F.array().cast(f"array<{_ENTRY_TYPE}>")
-
-    def type_ok(node: Column) -> Column:
-        # `lineage` facet: inputs may be JOBs (a generator job); only DATASET inputs have columns.
-        return F.coalesce(F.upper(get(node, "$.type")), F.lit("DATASET")) == "DATASET"
-
-    check = type_ok if typed else None
-    fields = F.map_entries(get(v, "$.fields", "map<string,variant>"))
-    field_level = F.flatten(
-        F.transform(
-            fields,
-            lambda e: F.coalesce(
-                F.transform(
-                    get(e["value"], inputs_key, "array<variant>"),
-                    lambda i: _input_entry(i, e["key"], _legacy_transformation(e["value"]), check),
-                ),
-                empty,
-            ),
-        )
-    )
-    # Dataset-wide dependencies (`dataset[]`, openlineage-spark >= 1.23 with datasetLineageEnabled) are
-    # INDIRECT by definition; an entry without transformations gets one INDIRECT of unknown subtype.
-    unknown_indirect = F.struct(
-        F.lit(INDIRECT).alias("type"),
-        F.lit(None).cast("string").alias("subtype"),
-        F.lit(None).cast("string").alias("description"),
-        F.lit(False).alias("masking"),
-    )
-    dataset_level = F.transform(
-        get(v, dataset_key, "array<variant>"),
-        lambda i: _input_entry(i, F.lit(None), unknown_indirect, check),
-    )
-    return F.filter(
-        F.concat(F.coalesce(field_level, empty), F.coalesce(dataset_level, empty)),
-        lambda x: x.isNotNull(),
-    )
 
 
 def _source_ids(frame: DataFrame, aliases: DataFrame, alias_rules: list[tuple[str, str]] | None) -> DataFrame:
@@ -194,8 +88,7 @@ def column_edges(
       reordered events give the same rows.
 
     Args:
-        mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions` (an optional
-            ``lineage`` JSON column with the newer ``lineage`` facet is read too).
+        mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions`.
         aliases: output of :func:`~lineage.transforms.model_datasets.dataset_aliases` on the same mentions.
         alias_rules: the rules ``aliases`` was built with; they give the id of an input dataset no event ever
             mentioned as a dataset.
@@ -207,9 +100,6 @@ def column_edges(
         run_count, first_seen, last_seen``.
     """
     facets = _distinct_facets(mentions, aliases)
-    entries = _facet_entries(F.col("column_lineage"), "$.inputFields", "$.dataset", typed=False)
-    if "lineage" in facets.columns:
-        entries = F.concat(entries, _facet_entries(F.col("lineage"), "$.inputs", "$.inputs", typed=True))
     rows = (
         facets.select(
             "_facet",
@@ -218,7 +108,7 @@ def column_edges(
             "job_namespace",
             "job_name",
             "target_dataset_id",
-            F.explode(entries).alias("_e"),
+            F.explode("column_entries").alias("_e"),
         )
         .where(
             F.col("_e.namespace").isNotNull() & F.col("_e.name").isNotNull() & F.col("_e.field").isNotNull()
@@ -267,25 +157,20 @@ def column_edges(
 def _distinct_facets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     """One row per distinct facet: (job, output dataset, facet content), with the runs and times reporting it.
 
-    A job sends the same facet for an output on every run (and often on START and COMPLETE), so the facets
-    are parsed and exploded once per distinct content, not once per event. ``_facet`` is the SHA-256 of the
-    key; the runs are a set, so duplicated events count once.
+    A job sends the same facet for an output on every run (and often on START and COMPLETE), so each
+    distinct content is exploded once, not once per event. ``_facet`` identifies the key; the runs are a
+    set, so duplicated events count once.
     """
-    texts = ["column_lineage"] + (["lineage"] if "lineage" in mentions.columns else [])
-    has_facet = F.lit(False)
-    for name in texts:
-        has_facet = has_facet | F.col(name).isNotNull()
     outputs = canonical_mentions(
-        mentions.where((F.col("role") == "output") & has_facet), aliases
+        mentions.where((F.col("role") == "output") & F.col("column_facet").isNotNull()), aliases
     ).withColumnRenamed("dataset_id", "target_dataset_id")
-    key = ["job_namespace", "job_name", "target_dataset_id", *texts]
-    digest = F.sha2(
-        F.to_json(F.struct(*[F.col(c) for c in key])),
-        256,
-    )
+    key = ["job_namespace", "job_name", "target_dataset_id", "column_facet"]
+    digest = F.sha2(F.to_json(F.struct(*[F.col(c) for c in key])), 256)
     return (
         outputs.groupBy(*key)
         .agg(
+            # Entries are a function of the facet content: any copy's will do.
+            F.any_value("column_entries").alias("column_entries"),
             F.collect_set("run_id").alias("run_ids"),
             F.min("event_time").alias("first_seen"),
             F.max("event_time").alias("last_seen"),
@@ -397,6 +282,45 @@ def extend_column_paths(paths: DataFrame, column_edges: DataFrame, *, hops: int)
         The :func:`column_paths` columns, with paths of up to ``hops + 1`` edges.
     """
     return _extend(paths, _path_edges(column_edges), hops)
+
+
+def next_column_paths(frontier: DataFrame, known: DataFrame, column_edges: DataFrame) -> DataFrame:
+    """The paths one edge longer than ``frontier`` (the paths found in the last round, all of the same
+    length) to (target, source) pairs not in ``known`` (every pair found so far), folded like
+    :func:`column_paths`. The search needs only these each round: a pair reached before was reached by a
+    path no longer than the frontier's, so a longer path never replaces it, and only the pairs new in a
+    round can lead to new pairs in the next. Summed over the rounds, the result equals
+    :func:`column_paths`, without regrouping every pair found so far each round.
+
+    Args:
+        frontier: paths of exactly ``h`` edges (the :func:`column_paths` columns).
+        known: at least the ``target_dataset_id, target_field, source_dataset_id, source_field`` of every
+            path found so far (frontier included).
+        column_edges: output of :func:`column_edges`.
+
+    Returns:
+        The :func:`column_paths` columns: new pairs only, each with ``h + 1`` hops.
+    """
+    edges = _path_edges(column_edges)
+    f = frontier.alias("p")
+    joined = f.join(
+        edges,
+        (F.col("p.source_dataset_id") == F.col("_e_tgt_ds")) & (F.col("p.source_field") == F.col("_e_tgt_f")),
+    )
+    back_to_target = (F.col("_e_src_ds") == F.col("p.target_dataset_id")) & (
+        F.col("_e_src_f") == F.col("p.target_field")
+    )
+    candidates = joined.where(~back_to_target).select(
+        F.col("p.target_dataset_id").alias("target_dataset_id"),
+        F.col("p.target_field").alias("target_field"),
+        F.col("_e_src_ds").alias("source_dataset_id"),
+        F.col("_e_src_f").alias("source_field"),
+        (F.col("p.hops") + F.lit(1)).alias("hops"),
+        F.concat(F.array(F.col("_e_job")), F.col("p.jobs")).alias("jobs"),
+        (F.col("p.all_direct") & F.col("_e_direct")).alias("all_direct"),
+    )
+    fresh = candidates.join(known.select(*PATH_KEY), PATH_KEY, "left_anti")
+    return _fold_paths(fresh)
 
 
 def _extend(paths: DataFrame, edges: DataFrame, hops: int) -> DataFrame:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from lineage.transforms.column_facets import ENTRY_TYPE, column_entries, facet_digest
 from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
     DATASET_EVENT,
@@ -56,7 +57,9 @@ MENTION_TYPE = (
     + IDENTIFIERS_TYPE
     + ",schema_fields:"
     + SCHEMA_FIELDS_TYPE
-    + ",column_lineage:string,lineage:string,row_count:bigint,size_bytes:bigint,file_count:bigint>"
+    + ",column_facet:string,column_entries:array<"
+    + ENTRY_TYPE
+    + ">,row_count:bigint,size_bytes:bigint,file_count:bigint>"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -80,16 +83,17 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
     def stat(key: str) -> Column:
         return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
 
+    column_lineage = get(node, "$.facets.columnLineage", "variant")
+    # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
+    lineage = get(node, "$.facets.lineage", "variant")
     return F.struct(
         F.lit(role).alias("role"),
         get(node, "$.namespace").alias("namespace"),
         get(node, "$.name").alias("name"),
         get(node, "$.facets.symlinks.identifiers", IDENTIFIERS_TYPE).alias("symlinks"),
         get(node, "$.facets.schema.fields", SCHEMA_FIELDS_TYPE).alias("schema_fields"),
-        # Kept as JSON for the column-lineage build; to_json of a variant writes keys sorted, so it is stable.
-        F.to_json(get(node, "$.facets.columnLineage", "variant")).alias("column_lineage"),
-        # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
-        F.to_json(get(node, "$.facets.lineage", "variant")).alias("lineage"),
+        facet_digest(column_lineage, lineage).alias("column_facet"),
+        column_entries(column_lineage, lineage).alias("column_entries"),
         stat("rowCount").alias("row_count"),
         stat("size").alias("size_bytes"),
         stat("fileCount").alias("file_count"),
@@ -123,7 +127,8 @@ def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataF
 
     Returns:
         :data:`FACT_COLUMNS` plus ``mentions`` (array of role, namespace, name as reported, symlinks,
-        schema_fields, column_lineage and lineage JSON, row_count, size_bytes, file_count): the job facets
+        schema_fields, column_facet and column_entries (the column-lineage facets: digest and typed
+        entries), row_count, size_bytes, file_count): the job facets
         (``job_type`` = integration/job_type/processing_type, ``job_description``, ``job_source_code``,
         ``job_owners``, ``job_tags``), the run facets (``run_error`` = message/stack_trace/language,
         ``run_nominal_time`` = start/end, ``run_processing_engine`` = name/version/adapter), each null when

@@ -105,8 +105,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, role
         (input/output/static), namespace, name (normalised), raw_namespace, raw_name (as reported), symlinks
         (array of namespace/name/type, normalised), schema_fields (array of name/type/description),
-        row_count, size_bytes, file_count (input or output statistics facet), column_lineage and lineage
-        (the two column-lineage facets, JSON)``.
+        row_count, size_bytes, file_count (input or output statistics facet), column_facet and
+        column_entries (the column-lineage facets: a digest of their content and their typed entries)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
     exploded = extracted.select(*_MENTION_EVENT, F.explode("mentions").alias("m")).where(
@@ -132,8 +132,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         F.col("m.row_count").alias("row_count"),
         F.col("m.size_bytes").alias("size_bytes"),
         F.col("m.file_count").alias("file_count"),
-        F.col("m.column_lineage").alias("column_lineage"),
-        F.col("m.lineage").alias("lineage"),
+        F.col("m.column_facet").alias("column_facet"),
+        F.col("m.column_entries").alias("column_entries"),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -144,9 +143,16 @@ def _out(name: str, lineage: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def _run(
-    n: int, job: str, lineage: dict[str, Any] | None, *, seconds: float = 0, inputs: Any = None
+    n: int,
+    job: str,
+    lineage: dict[str, Any] | None,
+    *,
+    seconds: float = 0,
+    inputs: Any = None,
+    facets: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     output = _out(job, lineage)
+    output["facets"].update(facets or {})
     ins = [dataset(*SRC)] if inputs is None else inputs
     return run_event("COMPLETE", at(seconds), run_id(n), ("spark", job), inputs=ins, outputs=[output])
 
@@ -162,7 +168,7 @@ def _scenario() -> list[dict[str, Any]]:
         _run(6, "dataset", FACETS["dataset"]),
         _run(7, "cartesian", FACETS["cartesian"]),
         _run(8, "alias", FACETS["alias"], inputs=[iceberg_in]),
-        _run(9, "new_facet", None),  # its `lineage` facet is added to the mentions by _mentions
+        _run(9, "new_facet", None, facets={"lineage": NEW_FACET}),
         job_event(
             at(50), ("spark", "static"), inputs=[dataset(*SRC)], outputs=[_out("static", FACETS["static"])]
         ),
@@ -171,12 +177,7 @@ def _scenario() -> list[dict[str, Any]]:
 
 def _mentions(events: list[dict[str, Any]], spark: SparkSession) -> DataFrame:
     """Persisted mentions (as the build persists them: the aliases read them once per round)."""
-    return (
-        model.dataset_mentions(events_df(spark, events))
-        # dataset_mentions does not extract the newer `lineage` facet: a test column stands in for it.
-        .withColumn("lineage", F.when(F.col("name") == "out_new_facet", F.lit(json.dumps(NEW_FACET))))
-        .cache()
-    )
+    return model.dataset_mentions(events_df(spark, events)).cache()
 
 
 def _edges(mentions: DataFrame) -> DataFrame:
@@ -474,6 +475,19 @@ def test_caller_can_drive_rounds_and_stop_when_nothing_is_added(graph: DataFrame
         state, rounds = state_next, rounds + 1
     assert rounds == 4  # the longest shortest path, E.e <- A.a
     assert_df_equality(state, columns.column_paths(graph, max_depth=4), ignore_row_order=True)
+
+
+def test_frontier_rounds_give_the_same_paths_as_the_whole_search(graph: DataFrame) -> None:
+    frontier = found = columns.column_paths(graph, max_depth=1).localCheckpoint()
+    rounds = 1
+    while True:
+        frontier = columns.next_column_paths(frontier, found, graph).localCheckpoint()
+        if frontier.isEmpty():
+            break
+        assert frontier.where(F.col("hops") != rounds + 1).isEmpty()  # only new pairs, one edge longer
+        found, rounds = found.unionByName(frontier), rounds + 1
+    assert rounds == 4
+    assert_df_equality(found, columns.column_paths(graph, max_depth=4), ignore_row_order=True)
 
 
 def test_max_depth_must_be_positive(graph: DataFrame) -> None:

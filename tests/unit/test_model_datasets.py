@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -119,7 +118,10 @@ def test_mentions_roles_statistics_symlinks_and_column_lineage(spark: SparkSessi
     assert (rows[0].raw_namespace, rows[0].raw_name) == ("s3a://in/", "x/")
     assert [tuple(s) for s in rows[1].symlinks] == [("hive://metastore:9083", "db.y", "TABLE")]
     assert [tuple(f) for f in rows[1].schema_fields] == [("b", "int", None)]
-    assert json.loads(rows[1].column_lineage) == lineage
+    # The column-lineage facet is extracted into typed entries (one per input field and transformation).
+    entries = [(e.target_field, e.namespace, e.name, e.field) for e in rows[1].column_entries]
+    assert entries == [("b", "s3://in", "x", "a")]
+    assert rows[1].column_facet is not None and rows[0].column_facet is None
     assert rows[2].run_id is None and rows[3].job_name == "export"
 
 
