@@ -299,15 +299,20 @@ class TierRun(TierContext):
         full_summary = full_builds(full)
         # A failed re-extraction (e.g. a build API without it) is reported and the stage goes on: its
         # process fails before it touches the lake when the keyword is unknown.
-        re_extract = self.part(
-            "re-extraction builds",
-            lambda: full_builds(
-                [
-                    self.spark_stage("build", f"build-re-extract-{i}", overrides, "--re-extract", *now)
-                    for i in range(1, self.config.repeat + 1)
-                ]
-            ),
-        )
+        if self.config.repeat == 1:
+            # One run only (a large tier): the lake's first build already parsed every event and recomputed
+            # everything, the same code path as --re-extract; it is reported as that run.
+            re_extract = {**full_builds([first]), "from": "build-first"}
+        else:
+            re_extract = self.part(
+                "re-extraction builds",
+                lambda: full_builds(
+                    [
+                        self.spark_stage("build", f"build-re-extract-{i}", overrides, "--re-extract", *now)
+                        for i in range(1, self.config.repeat + 1)
+                    ]
+                ),
+            )
         increments, delta_ingests = [], []
         for k in range(1, min(self.config.repeat, DELTA_PARTS) + 1):
             spool = self.work / f"delta{k}.spool"

@@ -100,7 +100,7 @@ class SparkSettings(_Section):
     master: str | None = None  # None: leave it to spark-submit (local[*] when run with plain python)
     app_name_prefix: str = "lineage"
     shuffle_partitions: int = 8
-    driver_memory: str = "3g"
+    driver_memory: str = "4g"
     # Extra Spark properties (highest precedence), e.g. {"spark.executor.memory" = "4g"}.
     conf: dict[str, str] = Field(default_factory=dict)
     # Folder of jars fetched by `make jars` (conf/maven/pom.xml). On a cluster, ship them with --jars

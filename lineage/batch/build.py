@@ -188,8 +188,10 @@ class _Build:
             source, tag = lake.read_at(self.spark, self.raw, current), FULL_RANGE_START
         else:
             source, tag = lake.read_appended(self.spark, self.raw, previous, current), previous
-        # Persisted once, written twice: the parse is the expensive part and is done once.
-        extracted = extract_events(source).persist(StorageLevel.MEMORY_AND_DISK)
+        # Persisted once, written twice: the parse is the expensive part and is done once. All events (a
+        # million and more) go to disk only: kept in memory they ran a 3g driver out of heap.
+        level = StorageLevel.DISK_ONLY if previous is None else StorageLevel.MEMORY_AND_DISK
+        extracted = extract_events(source).persist(level)
         count = extracted.count()
         tagged = F.lit(tag).cast("bigint")
         outputs = {
