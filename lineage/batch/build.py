@@ -222,7 +222,7 @@ class _Build:
         self._put("alias_nodes", _node_rows(initial, labels))
         self._put("alias_links", edges.where(~_self_loop()))
         self._put("dataset_aliases", model.resolve_aliases(graph, labels))
-        self.dataset_tables(None, None)
+        self.dataset_tables(None)
         return int(facts.count())
 
     # -- 2b. incremental maintenance -----------------------------------------------------------------
@@ -265,7 +265,6 @@ class _Build:
         self.step_done("jobs")
 
         runs_table = self.table("runs")
-        old_run_jobs = runs_table.join(runs_touched, "run_id", "left_semi").select(*JOB_KEY).localCheckpoint()
         fresh = model.runs(facts.join(F.broadcast(runs_touched), "run_id", "left_semi"))
         # Still-running runs nobody touched: their liveness changes with time and with their job's cadence.
         running = (
@@ -275,23 +274,13 @@ class _Build:
         )
         lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
         self.step_done("runs")
-        # Jobs whose summary changes through their runs: touched runs' (old and new) jobs, and every job with
-        # a still-running run (its silence grows with the reference time).
-        runs_now = self.table("runs")
-        run_jobs = (
-            old_run_jobs.unionByName(runs_now.join(runs_touched, "run_id", "left_semi").select(*JOB_KEY))
-            .unionByName(runs_now.where(F.col("reported_state") == RUNNING).select(*JOB_KEY))
-            .distinct()
-            .localCheckpoint()
-        )
-
         lake.merge_by_key(aliases.nodes, self.t("alias_nodes"), NODE_KEY)
         self.step_done("alias_nodes")
         lake.insert_missing(aliases.links, self.t("alias_links"), LINK_KEY)
         self.step_done("alias_links")
         lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
-        self.dataset_tables(datasets, run_jobs)
+        self.dataset_tables(datasets)
 
     def _pending(self) -> DataFrame:
         if not lake.table_exists(self.spark, self.t(PENDING_TABLE)):
@@ -343,7 +332,7 @@ class _Build:
         return _AliasDelta(nodes, graph.edges.where(~_self_loop()).distinct(), aliases, ids)
 
     # -- shared by both: the dataset-level tables ----------------------------------------------------
-    def dataset_tables(self, datasets: DataFrame | None, run_jobs: DataFrame | None) -> None:
+    def dataset_tables(self, datasets: DataFrame | None) -> None:
         """The dataset-level tables: everything when ``datasets`` is None, else the rows of the datasets in
         ``datasets`` and of the jobs and datasets connected to them, replaced in place."""
         scoped = datasets is not None
@@ -372,7 +361,6 @@ class _Build:
 
         edges = self.table("job_edges")
         jobs = None
-        ends = None
         if old_edge_jobs is not None:
             # Jobs with an edge on a dataset in scope, before or after: their dataset edges change.
             jobs = (
@@ -380,46 +368,24 @@ class _Build:
                 .distinct()
                 .localCheckpoint()
             )
-            ends = _edge_ends(self.table("dataset_edges").join(jobs, JOB_KEY, "left_semi")).localCheckpoint()
             edges = edges.join(jobs, JOB_KEY, "left_semi")
         self._put("dataset_edges", model.dataset_edges(edges), jobs)
 
+        # The summaries are rewritten whole in every mode. Scoped to the touched jobs and datasets (with the
+        # jobs of every still-running run and the neighbours of every changed edge), the tier-M incremental
+        # build ran out of execution memory in the job summary; whole, they take about 5 s each at 1M events.
         all_edges = self.table("job_edges")
-        summarised_jobs = None
-        summarised = None
-        if jobs is not None and run_jobs is not None and datasets is not None and ends is not None:
-            summarised_jobs = jobs.unionByName(run_jobs).distinct().localCheckpoint()
-            new_ends = _edge_ends(self.table("dataset_edges").join(jobs, JOB_KEY, "left_semi"))
-            summarised = datasets.unionByName(ends).unionByName(new_ends).distinct().localCheckpoint()
-            # A job's fan-in/out needs every edge on the datasets it reads or writes.
-            touching = all_edges.join(summarised_jobs, JOB_KEY, "left_semi").select("dataset_id").distinct()
-            job_runs = runs.join(summarised_jobs, JOB_KEY, "left_semi")
-            job_edges = all_edges.join(touching, "dataset_id", "left_semi")
-            summary = model.job_summary(job_runs, job_edges).join(summarised_jobs, JOB_KEY, "left_semi")
-        else:
-            summary = model.job_summary(runs, all_edges)
-        self._put("job_summary", summary, summarised_jobs)
-
-        dataset_edges = self.table("dataset_edges")
-        if summarised is not None:
-            as_source = summarised.withColumnRenamed("dataset_id", "source_dataset_id")
-            as_target = summarised.withColumnRenamed("dataset_id", "target_dataset_id")
-            dataset_edges = (
-                dataset_edges.join(as_source, "source_dataset_id", "left_semi")
-                .unionByName(dataset_edges.join(as_target, "target_dataset_id", "left_semi"))
-                .distinct()
-            )
+        self._put("job_summary", model.job_summary(runs, all_edges))
         self._put(
             "dataset_summary",
             model.dataset_summary(
-                _within(self.table("datasets"), summarised),
-                _within(all_edges, summarised),
-                dataset_edges,
-                _within(self.table("run_io"), summarised),
+                self.table("datasets"),
+                all_edges,
+                self.table("dataset_edges"),
+                self.table("run_io"),
                 runs,
-                _within(self.table("dataset_schemas"), summarised),
+                self.table("dataset_schemas"),
             ),
-            summarised,
         )
 
         targets = path_targets = None
@@ -505,15 +471,6 @@ class _Build:
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:
     return frame if datasets is None else frame.join(datasets, "dataset_id", "left_semi")
-
-
-def _edge_ends(dataset_edges: DataFrame) -> DataFrame:
-    """Both ends of some dataset edges, as ``dataset_id``."""
-    return (
-        dataset_edges.select(F.col("source_dataset_id").alias("dataset_id"))
-        .unionByName(dataset_edges.select(F.col("target_dataset_id").alias("dataset_id")))
-        .distinct()
-    )
 
 
 def _label() -> Column:
