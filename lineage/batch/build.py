@@ -12,7 +12,8 @@ P the snapshot of the last build:
 2. **Maintain** every model table by key from the facts of that range (:meth:`_Build.incremental`):
    jobs and runs touched by the new events are recomputed from their facts and merged; the alias graph is
    re-labelled only for the components the new mentions touch; every dataset-level table is recomputed for
-   the datasets (and jobs) in scope and replaced there, rows of merged-away datasets deleted.
+   the datasets (and jobs) in scope and replaced there, rows of merged-away datasets deleted; the two
+   summaries are rewritten whole.
 3. Append C to ``build_state`` as the very last commit.
 
 ``full_refresh`` recomputes every model table from the whole extracted form (no JSON parsing);
