@@ -459,7 +459,7 @@ def full_builds(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Repeated builds of everything (``--full-refresh`` or ``--re-extract``): the shape of the build
     stage's ``full`` and ``re_extract`` results."""
     seconds = measure.summarize(r["work_s"] for r in runs)
-    events = runs[0].get("new_events") if runs else None
+    events = (runs[0].get("events") or runs[0].get("new_events")) if runs else None
     return {
         "runs": runs,
         "seconds": seconds,

@@ -125,6 +125,8 @@ def _build(
     result.update(
         mode=built.mode,
         new_events=built.new_events,
+        # Events the model was recomputed from (a full refresh extracts none: new_events is 0 there).
+        events=getattr(built, "events", None),
         raw_snapshot_id=built.raw_snapshot_id,
         build_seconds=built.seconds,
     )
