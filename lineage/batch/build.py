@@ -11,20 +11,22 @@ P the snapshot of the last build:
    range replaces them instead of adding them twice. No later build reads that JSON again.
 2. **Maintain** every model table by key from the facts of that range (:meth:`_Build.incremental`):
    jobs and runs touched by the new events are recomputed from their facts and merged; the alias graph is
-   re-labelled only for the components the new mentions touch; every dataset-level table is recomputed for
-   the datasets (and jobs) in scope and replaced there, rows of merged-away datasets deleted; the two
-   summaries are rewritten whole.
+   re-labelled only for the components the new mentions touch; datasets and schemas whose new mentions are
+   all later than anything seen of them are folded, other touched ones recomputed; run_io, job and dataset
+   edges and column edges are recomputed for the touched runs, jobs and targets (and whatever a relabelled
+   dataset connects) and replaced there, rows of merged-away datasets deleted; the two summaries are
+   rewritten whole (:meth:`_Build.maintain_dataset_tables`).
 3. Append C to ``build_state`` as the very last commit.
 
 ``full_refresh`` recomputes every model table from the whole extracted form (no JSON parsing);
 ``re_extract`` throws the extracted form away and parses every raw event again first (after a change to
 what is extracted). A full recompute and the incremental maintenance give identical tables (tested).
 
-Each step is one atomic Iceberg commit per table and idempotent for the same range. The set of datasets an
-incremental build recomputes is written to ``build_pending`` before any model table changes, and re-read
-by a re-run of the same range: a build killed at any point and run again leaves the same tables as an
-uninterrupted one (a merged-away dataset id is only known before the aliases change). With no new raw
-snapshot a build commits nothing.
+Each step is one atomic Iceberg commit per table and idempotent for the same range. The relabelled datasets
+(ids whose aliases an incremental build changes) are written to ``build_pending`` before any model table
+changes, and re-read by a re-run of the same range: a build killed at any point and run again leaves the
+same tables as an uninterrupted one (a merged-away dataset id is only known before the aliases change).
+With no new raw snapshot a build commits nothing.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ class _AliasDelta:
     nodes: DataFrame  # alias_nodes rows of every node of the touched components
     links: DataFrame  # alias_links rows of the new mentions
     aliases: DataFrame  # dataset_aliases rows of every alias of the touched components
-    dataset_ids: DataFrame  # dataset_id: every id the touched components had or now have
+    relabelled: DataFrame  # dataset_id: every id whose aliases changed (had or now has a changed alias row)
 
 
 class _Build:
@@ -223,7 +225,7 @@ class _Build:
         self._put("alias_nodes", _node_rows(initial, labels))
         self._put("alias_links", edges.where(~_self_loop()))
         self._put("dataset_aliases", model.resolve_aliases(graph, labels))
-        self.dataset_tables(None)
+        self.all_dataset_tables()
         return int(facts.count())
 
     # -- 2b. incremental maintenance -----------------------------------------------------------------
@@ -238,25 +240,18 @@ class _Build:
             .distinct()
             .localCheckpoint()
         )
-        aliases = self._alias_delta(self.table("dataset_mentions").where(F.col(RANGE) == previous))
+        new_mentions = self.table("dataset_mentions").where(F.col(RANGE) == previous).localCheckpoint()
+        aliases = self._alias_delta(new_mentions)
 
-        # Datasets in scope, fixed before any model table changes: those the touched components had or
-        # now have, those the touched runs read or wrote, and the targets of column edges from them.
-        old_io = self.table("run_io").join(runs_touched, "run_id", "left_semi").select("dataset_id")
-        old_column_targets = (
-            self.table("column_edges")
-            .join(
-                aliases.dataset_ids.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id"
-            )
-            .select(F.col("target_dataset_id").alias("dataset_id"))
-        )
+        # The relabelled datasets (ids that gained, lost or changed aliases), fixed before any model table
+        # changes: after the alias steps commit they can no longer be told, so a re-run reads them back.
         pending = self._pending().where(F.col(RANGE) == previous).select("dataset_id")
-        in_scope = (
-            aliases.dataset_ids.unionByName(old_io).unionByName(old_column_targets).unionByName(pending)
-        )
-        datasets = in_scope.distinct().localCheckpoint()
+        relabelled = aliases.relabelled.unionByName(pending).distinct().localCheckpoint()
         lake.overwrite_where(
-            datasets.withColumn(RANGE, F.lit(previous).cast("bigint")), self.t(PENDING_TABLE), RANGE, previous
+            relabelled.withColumn(RANGE, F.lit(previous).cast("bigint")),
+            self.t(PENDING_TABLE),
+            RANGE,
+            previous,
         )
         self.step_done(PENDING_TABLE)
 
@@ -281,7 +276,7 @@ class _Build:
         self.step_done("alias_links")
         lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
-        self.dataset_tables(datasets)
+        self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched)
 
     def _pending(self) -> DataFrame:
         if not lake.table_exists(self.spark, self.t(PENDING_TABLE)):
@@ -317,97 +312,193 @@ class _Build:
             .localCheckpoint()
         )
         labels = self._settle(initial, edges)
-        old_aliases = (
-            self.table("dataset_aliases").join(old_ids, "dataset_id", "left_semi").select(*ALIAS_KEY)
-        )
-        known = model.alias_forms(old_aliases, self.rules)
+        old_rows = self.table("dataset_aliases").join(old_ids, "dataset_id", "left_semi")
+        known = model.alias_forms(old_rows.select(*ALIAS_KEY), self.rules)
         forms = known.unionByName(graph.forms.select(*known.columns)).distinct()
         aliases = model.resolve_aliases(model.AliasGraph(forms, initial, edges), labels).localCheckpoint()
         nodes = _node_rows(initial, labels).localCheckpoint()
-        own_ids = new_nodes.select(
-            model.dataset_id(F.col("node_namespace"), F.col("node_name")).alias("dataset_id")
-        )
-        ids = (
-            old_ids.unionByName(nodes.select("dataset_id")).unionByName(own_ids).distinct().localCheckpoint()
-        )
-        return _AliasDelta(nodes, graph.edges.where(~_self_loop()).distinct(), aliases, ids)
+        # An alias row that is new, gone or changed (another canonical id or kind) changes both its datasets.
+        old_rows = old_rows.select(*aliases.columns)
+        changed = old_rows.exceptAll(aliases).unionByName(aliases.exceptAll(old_rows))
+        relabelled = changed.select("dataset_id").distinct()
+        return _AliasDelta(nodes, graph.edges.where(~_self_loop()).distinct(), aliases, relabelled)
 
-    # -- shared by both: the dataset-level tables ----------------------------------------------------
-    def dataset_tables(self, datasets: DataFrame | None) -> None:
-        """The dataset-level tables: everything when ``datasets`` is None, else the rows of the datasets in
-        ``datasets`` and of the jobs and datasets connected to them, replaced in place."""
-        scoped = datasets is not None
+    # -- the dataset-level tables --------------------------------------------------------------------
+    def maintain_dataset_tables(
+        self, new_mentions: DataFrame, relabelled: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
+    ) -> None:
+        """The dataset-level tables maintained by key from the new mentions.
+
+        - ``datasets`` and ``dataset_schemas``: a dataset whose new mentions are all later than everything
+          seen of it (``last_seen``) is folded: the new mentions are aggregated and combined with its row
+          (first seen kept, last seen and latest schema from the new ones, new schema versions numbered
+          after the old). Any other touched dataset, and every relabelled one, is recomputed from all its
+          mentions (late or replayed events, merges; exact either way).
+        - ``run_io``: recomputed for the touched runs and the runs with io on a relabelled dataset;
+          ``job_edges`` and ``dataset_edges`` for the jobs of those runs, the touched jobs and the jobs with
+          an edge on a relabelled dataset.
+        - ``column_edges``: recomputed for the targets of the new column-lineage facets, the relabelled
+          datasets and the targets of their edges; ``column_paths`` for those targets and everything
+          downstream of them.
+        - The two summaries are rewritten whole (about 5 s each at 1M events).
+        """
         aliases = self.table("dataset_aliases")
         mentions = self.table("dataset_mentions")
-        if datasets is not None:
-            aliases = aliases.join(datasets, "dataset_id", "left_semi")
-            names = aliases.select(
-                F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name")
-            )
-            mentions = mentions.join(names.distinct(), ["namespace", "name"], "left_semi")
-            # The scope's mentions are read by five tables: kept once. All mentions (a full recompute) are
-            # not: at a million events they do not fit the driver, and the compressed table reads fast.
-            mentions = mentions.persist(StorageLevel.MEMORY_AND_DISK)
         runs = self.table("runs")
+        new = model.canonical_mentions(new_mentions, aliases)
 
-        self._put("datasets", model.datasets(mentions, aliases), datasets)
-        self._put("dataset_schemas", model.dataset_schemas(mentions, aliases), datasets)
-        self._put("run_io", model.run_io(mentions, aliases), datasets)
-        io = _within(self.table("run_io"), datasets)
-        old_edge_jobs = (
-            _within(self.table("job_edges"), datasets).select(*JOB_KEY).localCheckpoint() if scoped else None
+        # Which touched datasets fold and which are recomputed.
+        old_rows = self.table("datasets").join(new.select("dataset_id").distinct(), "dataset_id", "left_semi")
+        newest = new.groupBy("dataset_id").agg(F.min("event_time").alias("_new_from"))
+        folding = (
+            newest.join(old_rows.select("dataset_id", "last_seen"), "dataset_id")
+            .where(F.col("_new_from") > F.col("last_seen"))
+            .select("dataset_id")
+            .join(relabelled, "dataset_id", "left_anti")
+            .localCheckpoint()
         )
-        static = model.static_io(mentions, aliases)
-        self._put("job_edges", model.job_edges(io, runs, static), datasets)
+        recompute = (
+            new.select("dataset_id")
+            .unionByName(relabelled)
+            .distinct()
+            .join(folding, "dataset_id", "left_anti")
+            .localCheckpoint()
+        )
+        log.info(
+            "dataset tables: %d datasets folded, %d recomputed (%d relabelled)",
+            folding.count(),
+            recompute.count(),
+            relabelled.count(),
+        )
+        scoped_aliases = aliases.join(recompute, "dataset_id", "left_semi")
+        names = scoped_aliases.select(
+            F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name")
+        ).distinct()
+        scoped = mentions.join(names, ["namespace", "name"], "left_semi").persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        folded_new = new_mentions.join(
+            aliases.join(folding, "dataset_id", "left_semi")
+            .select(F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name"))
+            .distinct(),
+            ["namespace", "name"],
+            "left_semi",
+        )
 
-        edges = self.table("job_edges")
-        jobs = None
-        if old_edge_jobs is not None:
-            # Jobs with an edge on a dataset in scope, before or after: their dataset edges change.
-            jobs = (
-                old_edge_jobs.unionByName(_within(edges, datasets).select(*JOB_KEY))
-                .distinct()
-                .localCheckpoint()
+        # Read before anything below changes them: what the relabelled datasets were connected to.
+        old_io = self.table("run_io")
+        io_runs = (
+            runs_touched.unionByName(_within(old_io, relabelled).select("run_id"))
+            .distinct()
+            .localCheckpoint()
+        )
+        edge_jobs = (
+            jobs_touched.unionByName(old_io.join(io_runs, "run_id", "left_semi").select(*JOB_KEY))
+            .unionByName(_within(self.table("job_edges"), relabelled).select(*JOB_KEY))
+            .distinct()
+            .localCheckpoint()
+        )
+        target_ids = (
+            new.where((F.col("role") == "output") & F.col("column_facet").isNotNull())
+            .select("dataset_id")
+            .unionByName(relabelled)
+            .unionByName(
+                self.table("column_edges")
+                .join(relabelled.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id")
+                .select(F.col("target_dataset_id").alias("dataset_id"))
             )
-            edges = edges.join(jobs, JOB_KEY, "left_semi")
-        self._put("dataset_edges", model.dataset_edges(edges), jobs)
+            .distinct()
+            .localCheckpoint()
+        )
 
-        # The summaries are rewritten whole in every mode. Scoped to the touched jobs and datasets (with the
-        # jobs of every still-running run and the neighbours of every changed edge), the tier-M incremental
-        # build ran out of execution memory in the job summary; whole, they take about 5 s each at 1M events.
-        all_edges = self.table("job_edges")
-        self._put("job_summary", model.job_summary(runs, all_edges))
+        scope = recompute.unionByName(folding)
+        self._put(
+            "datasets",
+            model.datasets(scoped, scoped_aliases).unionByName(
+                model.fold_datasets(model.datasets(folded_new, aliases), old_rows)
+            ),
+            scope,
+        )
+        old_schemas = self.table("dataset_schemas").join(folding, "dataset_id", "left_semi")
+        new_schemas = model.dataset_schemas(folded_new, aliases)
+        schema_scope = recompute.unionByName(new_schemas.select("dataset_id").distinct())
+        self._put(
+            "dataset_schemas",
+            model.dataset_schemas(scoped, scoped_aliases).unionByName(
+                model.fold_schemas(new_schemas, old_schemas)
+            ),
+            schema_scope,
+        )
+        scoped.unpersist()
+
+        run_mentions = mentions.join(io_runs, "run_id", "left_semi")
+        self._put("run_io", model.run_io(run_mentions, aliases), io_runs)
+        jobs_io = self.table("run_io").join(edge_jobs, JOB_KEY, "left_semi")
+        static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
+            edge_jobs, JOB_KEY, "left_semi"
+        )
+        self._put(
+            "job_edges", model.job_edges(jobs_io, runs, model.static_io(static_mentions, aliases)), edge_jobs
+        )
+        self._put(
+            "dataset_edges",
+            model.dataset_edges(self.table("job_edges").join(edge_jobs, JOB_KEY, "left_semi")),
+            edge_jobs,
+        )
+        self._summaries(runs)
+
+        targets = target_ids.withColumnRenamed("dataset_id", "target_dataset_id")
+        target_names = (
+            aliases.join(target_ids, "dataset_id", "left_semi")
+            .select(F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name"))
+            .distinct()
+        )
+        facets = mentions.where((F.col("role") == "output") & F.col("column_facet").isNotNull()).join(
+            target_names, ["namespace", "name"], "left_semi"
+        )
+        # Paths into the changed targets and into everything downstream of them.
+        downstream = self.table("column_paths").join(
+            target_ids.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id", "left_semi"
+        )
+        path_targets = (
+            targets.unionByName(downstream.select("target_dataset_id")).distinct().localCheckpoint()
+        )
+        self._put("column_edges", columns.column_edges(facets, aliases, alias_rules=self.rules), targets)
+        self._put("column_paths", self._column_paths(self.table("column_edges"), path_targets), path_targets)
+
+    def all_dataset_tables(self) -> None:
+        """Every dataset-level table recomputed from all mentions."""
+        aliases = self.table("dataset_aliases")
+        mentions = self.table("dataset_mentions")
+        runs = self.table("runs")
+        self._put("datasets", model.datasets(mentions, aliases))
+        self._put("dataset_schemas", model.dataset_schemas(mentions, aliases))
+        self._put("run_io", model.run_io(mentions, aliases))
+        self._put(
+            "job_edges", model.job_edges(self.table("run_io"), runs, model.static_io(mentions, aliases))
+        )
+        self._put("dataset_edges", model.dataset_edges(self.table("job_edges")))
+        self._summaries(runs)
+        self._put("column_edges", columns.column_edges(mentions, aliases, alias_rules=self.rules))
+        self._put("column_paths", self._column_paths(self.table("column_edges"), None))
+
+    def _summaries(self, runs: DataFrame) -> None:
+        # Rewritten whole in every mode. Scoped to the touched jobs and datasets (with the jobs of every
+        # still-running run and the neighbours of every changed edge), the tier-M incremental build ran out of
+        # execution memory in the job summary; whole, they take about 5 s each at 1M events.
+        edges = self.table("job_edges")
+        self._put("job_summary", model.job_summary(runs, edges))
         self._put(
             "dataset_summary",
             model.dataset_summary(
                 self.table("datasets"),
-                all_edges,
+                edges,
                 self.table("dataset_edges"),
                 self.table("run_io"),
                 runs,
                 self.table("dataset_schemas"),
             ),
         )
-
-        targets = path_targets = None
-        if datasets is not None:
-            targets = datasets.withColumnRenamed("dataset_id", "target_dataset_id")
-            # Paths into the changed targets and into everything downstream of them.
-            downstream = self.table("column_paths").join(
-                datasets.withColumnRenamed("dataset_id", "source_dataset_id"),
-                "source_dataset_id",
-                "left_semi",
-            )
-            path_targets = (
-                targets.unionByName(downstream.select("target_dataset_id")).distinct().localCheckpoint()
-            )
-        self._put(
-            "column_edges",
-            columns.column_edges(mentions, self.table("dataset_aliases"), alias_rules=self.rules),
-            targets,
-        )
-        mentions.unpersist()
-        self._put("column_paths", self._column_paths(self.table("column_edges"), path_targets), path_targets)
 
     def _put(self, name: str, frame: DataFrame, scope: DataFrame | None = None) -> None:
         """Write a whole table (no scope), or replace its rows in ``scope``."""

@@ -5,7 +5,8 @@ lives in three modules, re-exported here so callers import one name:
 
 - :mod:`lineage.transforms.model_runs`: ``jobs``, ``runs``, ``heartbeat_gaps``, ``run_liveness``;
 - :mod:`lineage.transforms.model_datasets`: naming (``normalize_namespace``, ``normalize_name``,
-  ``apply_alias_rules``), ``dataset_mentions``, ``dataset_aliases``, ``datasets``, ``dataset_schemas``;
+  ``apply_alias_rules``), ``dataset_mentions``, ``dataset_aliases``, ``datasets``, ``dataset_schemas``,
+  ``fold_datasets``, ``fold_schemas``;
 - :mod:`lineage.transforms.model_graph`: ``run_io``, ``static_io``, ``job_edges``, ``dataset_edges``,
   ``job_summary``, ``dataset_summary``.
 
@@ -33,6 +34,8 @@ from lineage.transforms.model_datasets import (
     dataset_mentions,
     dataset_schemas,
     datasets,
+    fold_datasets,
+    fold_schemas,
     labels_changed,
     normalize_name,
     normalize_namespace,
@@ -63,6 +66,8 @@ __all__ = [
     "dataset_schemas",
     "dataset_summary",
     "datasets",
+    "fold_datasets",
+    "fold_schemas",
     "heartbeat_gaps",
     "job_edges",
     "job_summary",

@@ -441,3 +441,76 @@ def dataset_schemas(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         F.col("_first.job_namespace").alias("first_job_namespace"),
         F.col("_first.job_name").alias("first_job_name"),
     )
+
+
+def fold_datasets(new: DataFrame, old: DataFrame) -> DataFrame:
+    """``datasets`` rows with later mentions folded in, equal to :func:`datasets` over old and new mentions.
+
+    Only for datasets whose new mentions are all later than their ``last_seen`` and whose aliases did not
+    change: then the first sighting stays, the last one is the new one, and the latest schema is the new
+    mentions' latest when they carry one.
+
+    Args:
+        new: :func:`datasets` over the new mentions of those datasets.
+        old: their current ``datasets`` rows.
+
+    Returns:
+        The rows of the datasets in both, with the columns of :func:`datasets`.
+    """
+    n, o = new.alias("n"), old.alias("o")
+    has_new_schema = F.col("n.schema_fields").isNotNull()
+    return n.join(o, "dataset_id").select(
+        "dataset_id",
+        F.col("o.namespace").alias("namespace"),
+        F.col("o.name").alias("name"),
+        F.col("o.first_seen").alias("first_seen"),
+        F.col("n.last_seen").alias("last_seen"),
+        F.when(has_new_schema, F.col("n.schema_fields"))
+        .otherwise(F.col("o.schema_fields"))
+        .alias("schema_fields"),
+        F.when(has_new_schema, F.col("n.schema_hash")).otherwise(F.col("o.schema_hash")).alias("schema_hash"),
+        F.col("o.alias_count").alias("alias_count"),
+    )
+
+
+def fold_schemas(new: DataFrame, old: DataFrame) -> DataFrame:
+    """``dataset_schemas`` rows with later mentions folded in, equal to :func:`dataset_schemas` over old and
+    new mentions, under the same condition as :func:`fold_datasets`.
+
+    A schema seen before keeps its version, first sighting and first run; its ``last_seen`` moves to the new
+    mentions'. A new schema is numbered after the dataset's existing versions (it was first seen after all of
+    them), in the order :func:`dataset_schemas` numbers them.
+
+    Args:
+        new: :func:`dataset_schemas` over the new mentions of those datasets.
+        old: the current ``dataset_schemas`` rows of those datasets.
+
+    Returns:
+        Every row of the datasets ``new`` has schemas for, with the columns of :func:`dataset_schemas`.
+    """
+    key = ["dataset_id", "schema_hash"]
+    columns = old.columns
+    old = old.join(new.select("dataset_id").distinct(), "dataset_id", "left_semi")
+    # A schema only DatasetEvents carried so far has no first run: the new mentions' first run is its first.
+    first_run = ("first_run_id", "first_job_namespace", "first_job_name")
+    no_run = F.col("o.first_run_id").isNull()
+
+    def merged(c: str) -> Column:
+        if c in key:
+            return F.col(c)
+        if c == "last_seen":
+            return F.coalesce(F.col("n.last_seen"), F.col("o.last_seen")).alias(c)
+        if c in first_run:
+            return F.when(no_run, F.col(f"n.{c}")).otherwise(F.col(f"o.{c}")).alias(c)
+        return F.col(f"o.{c}").alias(c)
+
+    seen = old.alias("o").join(new.alias("n"), key, "left").select(*[merged(c) for c in columns])
+    versions = old.groupBy("dataset_id").agg(F.max("version").alias("_known"))
+    order = Window.partitionBy("dataset_id").orderBy("first_seen", "schema_hash")
+    added = (
+        new.join(old, key, "left_anti")
+        .join(versions, "dataset_id", "left")
+        .withColumn("version", F.coalesce(F.col("_known"), F.lit(0)) + F.row_number().over(order))
+        .select(*columns)
+    )
+    return seen.unionByName(added)

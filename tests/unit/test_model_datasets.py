@@ -259,3 +259,45 @@ def test_schema_versions_with_first_seen_and_first_run(schema_model: dict[str, l
     # v1 first came from a DatasetEvent (no run); its first run is the smaller id of the two tied runs.
     assert got == [(1, 1, at(0), at(10), run_id(1)), (2, 2, at(50), at(50), run_id(3))]
     assert schema_model["datasets"][0].schema_hash == schema_model["schemas"][1].schema_hash
+
+
+def test_folding_later_mentions_equals_recomputing_every_mention(spark: SparkSession) -> None:
+    """fold_datasets / fold_schemas over rows built from old mentions and the new, later mentions give the
+    rows datasets / dataset_schemas compute from all of them: schema kept or replaced, a schema seen again,
+    a new version numbered after the old ones, a first run found for a schema only a DatasetEvent had."""
+    v1, v2, v3 = [("id", "int")], [("id", "int"), ("name", "string")], [("id", "bigint")]
+    old_events = [
+        run_event("START", at(0), run_id(1), ("ns", "a"), outputs=[dataset("s3://b", "t1", fields=v1)]),
+        run_event("COMPLETE", at(10), run_id(1), ("ns", "a"), outputs=[dataset("s3://b", "t1", fields=v2)]),
+        dataset_event(at(20), dataset("s3://b", "t2", fields=v1)),
+        run_event("START", at(30), run_id(2), ("ns", "b"), inputs=[dataset("s3://b", "t3", fields=v1)]),
+    ]
+    new_events = [
+        # t1: the older schema again, then a third one; t2: its DatasetEvent schema from a run at last;
+        # t3: no schema in the new mentions.
+        run_event("START", at(100), run_id(3), ("ns", "a"), outputs=[dataset("s3://b", "t1", fields=v1)]),
+        run_event("COMPLETE", at(110), run_id(3), ("ns", "a"), outputs=[dataset("s3://b", "t1", fields=v3)]),
+        run_event("START", at(120), run_id(4), ("ns", "c"), inputs=[dataset("s3://b", "t2", fields=v1)]),
+        run_event("COMPLETE", at(130), run_id(2), ("ns", "b"), inputs=[dataset("s3://b", "t3")]),
+    ]
+    old = model.dataset_mentions(events_df(spark, old_events)).cache()
+    new = model.dataset_mentions(events_df(spark, new_events)).cache()
+    every = old.unionByName(new)
+    # No symlinks: one round settles the labels; collected so the plans below stay small.
+    computed = model.dataset_aliases(every, max_iterations=1)
+    aliases = spark.createDataFrame(computed.collect(), computed.schema)
+
+    folded = model.fold_datasets(model.datasets(new, aliases), model.datasets(old, aliases))
+    assert_df_equality(folded, model.datasets(every, aliases), ignore_row_order=True, ignore_nullable=True)
+    schemas = model.fold_schemas(model.dataset_schemas(new, aliases), model.dataset_schemas(old, aliases))
+    recomputed = model.dataset_schemas(every, aliases)
+    touched = model.dataset_schemas(new, aliases).select("dataset_id").distinct()
+    assert_df_equality(
+        schemas,
+        recomputed.join(touched, "dataset_id", "left_semi"),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
+    assert schemas.count() == 4  # t1: v1, v2, v3 (version 3); t2: v1 (now with its first run); t3 untouched
+    t2 = schemas.where(F.col("first_job_name") == "c").collect()
+    assert len(t2) == 1 and t2[0].first_run_id == run_id(4) and t2[0].version == 1
