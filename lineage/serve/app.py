@@ -1,0 +1,175 @@
+"""``lineage serve``: one aiohttp application, built by :func:`create_app`, run by :func:`serve`.
+
+The app is made of switchable halves: the intake (``serve.intake``, issue 15) and, later, the read API
+(issue 20), each adding its routes and what it owns to the app; ``/healthz`` and ``/metrics`` are always
+there. What a half owns (the intake's Kafka producer) is created and closed by the app's lifespan
+(``cleanup_ctx``), never at import: there is no global state besides what the app holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import resource
+import socket
+import ssl
+from typing import Any
+
+from aiohttp import web
+
+from lineage.serve import errors, intake
+from lineage.serve.auth import ApiKeys, read_hash_file
+from lineage.serve.metrics import Metrics, middleware
+from lineage.settings import Settings
+
+log = logging.getLogger(__name__)
+
+METRICS = web.AppKey("metrics", Metrics)
+SETTINGS = web.AppKey("settings", Settings)
+# The request log: client, request line, status, size, seconds. Never headers (keys) nor bodies.
+ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf'
+
+
+class ConfigurationError(Exception):
+    """The service refuses to start with these settings."""
+
+
+def api_keys(settings: Settings) -> ApiKeys:
+    digests = list(settings.serve.api_key_hashes)
+    if settings.serve.api_keys_file is not None:
+        digests += read_hash_file(settings.serve.api_keys_file)
+    return ApiKeys(digests)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """200 when every half is ready: for the intake, Kafka answered a metadata request for the topic."""
+    app = request.app
+    body: dict[str, Any] = {"status": "ok"}
+    if intake.INTAKE in app:
+        producer = app[intake.INTAKE].producer
+        timeout_s = app[SETTINGS].serve.health_timeout_seconds
+        try:
+            partitions = await asyncio.to_thread(producer.metadata, timeout_s)
+        except Exception as exc:
+            body = {
+                "status": "unavailable",
+                "kafka": {"topic": producer.topic, "reachable": False, "error": str(exc)[:200]},
+            }
+            return errors.json_response(
+                503, body, {"Retry-After": str(app[SETTINGS].serve.retry_after_seconds)}
+            )
+        body["kafka"] = {"topic": producer.topic, "reachable": True, "partitions": partitions}
+    return errors.json_response(200, body)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    return request.app[METRICS].exposition()
+
+
+def create_app(settings: Settings) -> web.Application:
+    """The service's application: the intake when ``serve.intake`` is on, health and metrics always."""
+    collected = Metrics()
+    app = web.Application(
+        middlewares=[middleware(collected), errors.error_middleware],
+        # Bodies are read as streams with their own limit (lineage.serve.body); this only bounds read().
+        client_max_size=settings.kafka.max_message_bytes,
+    )
+    app[SETTINGS] = settings
+    app[METRICS] = collected
+    app.router.add_get("/healthz", healthz, name="healthz")
+    app.router.add_get("/metrics", metrics, name="metrics")
+    if settings.serve.intake:
+        intake.setup(app, settings, collected, api_keys(settings))
+    return app
+
+
+def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    serve = settings.serve
+    if serve.tls_cert_file is None or serve.tls_key_file is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(serve.tls_cert_file, serve.tls_key_file)
+    return context
+
+
+def check_exposure(settings: Settings, host: str) -> str:
+    """Refuse to listen beyond loopback without API keys; returns what to say about authentication."""
+    keys = api_keys(settings)
+    if keys.enabled:
+        return "API keys required (Authorization: Bearer ...)"
+    if not settings.serve.intake:
+        return "no authentication (no intake)"
+    if not is_loopback(host):
+        raise ConfigurationError(
+            f"refusing to listen on {host} without an API key: configure serve.api_key_hashes or "
+            "serve.api_keys_file (lineage serve hash-key makes one), or listen on 127.0.0.1"
+        )
+    return "no API key configured: serving loopback only, WITHOUT authentication"
+
+
+def _raise_open_files_limit() -> None:
+    """Thousands of concurrent connections need as many descriptors: take the hard limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def serve(settings: Settings, host: str, port: int) -> None:
+    """Run the service until SIGINT/SIGTERM (blocking)."""
+    auth = check_exposure(settings, host)
+    context = ssl_context(settings)
+    _raise_open_files_limit()
+    app = create_app(settings)
+    scheme = "https" if context else "http"
+    halves = ["intake" if settings.serve.intake else None]
+    log.info(
+        "lineage serve on %s://%s:%s (%s); %s; topic %s on %s, body limit %d bytes",
+        scheme,
+        host,
+        port,
+        ", ".join(h for h in halves if h) or "health and metrics only",
+        auth,
+        settings.kafka.topic,
+        settings.kafka.bootstrap_servers,
+        settings.kafka.max_message_bytes,
+    )
+    loop = _new_loop()
+    sock = socket.create_server(
+        (host, port),
+        family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+        backlog=settings.serve.backlog,
+        reuse_port=False,
+    )
+    web.run_app(
+        app,
+        sock=sock,
+        ssl_context=context,
+        access_log=logging.getLogger("lineage.serve.access") if settings.serve.access_log else None,
+        access_log_format=ACCESS_LOG_FORMAT,
+        keepalive_timeout=settings.serve.idle_timeout_seconds,
+        shutdown_timeout=settings.serve.produce_timeout_seconds,
+        print=None,
+        loop=loop,
+        # Our own decompression (lineage.serve.body): gzip only, bounded, truncation detected.
+        auto_decompress=False,
+    )
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; asyncio's loop works too
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
