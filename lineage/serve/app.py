@@ -30,6 +30,7 @@ METRICS = web.AppKey("metrics", Metrics)
 SETTINGS = web.AppKey("settings", Settings)
 # The request log: client, request line, status, size, seconds. Never headers (keys) nor bodies.
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tf'
+LINGER_S = 2.0
 
 
 class ConfigurationError(Exception):
@@ -164,6 +165,9 @@ def serve(settings: Settings, host: str, port: int) -> None:
         loop=loop,
         # Our own decompression (lineage.serve.body): gzip only, bounded, truncation detected.
         auto_decompress=False,
+        # After an early answer (413, 408) the rest of the body is read and dropped for this long, so the
+        # client reads the answer rather than a connection reset; then the connection is closed.
+        lingering_time=LINGER_S,
     )
 
 
