@@ -133,16 +133,19 @@ def _utf16_length(text: str) -> int:
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
-def _check_limits(text: str, start: int, end: int, value: Any) -> None:
-    """Raise ValueError when the value parsed from ``text[start:end]`` is beyond Spark's limits."""
-    if end - start <= JSON_LIMITS.max_number_digits:
+def _check_limits(text: str, start: int, end: int, value: Any, raw: bytes) -> None:
+    """Raise ValueError when the value parsed from ``text[start:end]`` is beyond Spark's limits.
+
+    ``raw`` is the value's UTF-8 bytes (at least one byte a character): counting on bytes is C speed.
+    """
+    if len(raw) <= JSON_LIMITS.max_number_digits:
         return  # too short to reach any limit (depth needs 2 characters a level)
-    digits = sum(text.count(digit, start, end) for digit in "0123456789")
+    digits = len(raw) - len(raw.translate(None, b"0123456789"))
     if digits > JSON_LIMITS.max_number_digits and _LONG_NUMBER.search(text, start, end):
         _COUNTING.raw_decode(text[:end], start)
-    if text.count("[", start, end) + text.count("{", start, end) > JSON_LIMITS.max_depth:
+    if raw.count(b"[") + raw.count(b"{") > JSON_LIMITS.max_depth:
         _check_depth(value)
-    if (end - start) * 2 > JSON_LIMITS.max_name_length:  # a character is at most 2 UTF-16 units
+    if len(raw) * 2 > JSON_LIMITS.max_name_length:  # a character is at most 2 UTF-16 units
         _check_lengths(value)
 
 
@@ -176,13 +179,6 @@ def _check_lengths(value: Any) -> None:
             and _utf16_length(node) > JSON_LIMITS.max_string_length
         ):
             raise ValueError("string too long")
-
-
-def _parse_at(text: str, start: int) -> tuple[Any, int]:
-    """The first JSON value at ``start`` and where it ends; ValueError/RecursionError when there is none."""
-    value, end = _STRICT.raw_decode(text, start)
-    _check_limits(text, start, end, value)
-    return value, end
 
 
 def json_type(value: Any) -> str:
@@ -336,7 +332,10 @@ def validate(value: bytes | None) -> Verdict:
     except UnicodeDecodeError:
         return _NOT_UTF8
     try:
-        document, _end = _parse_at(text, _JSON_SPACE.match(text).end())  # type: ignore[union-attr]
+        start = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
+        document, end = _STRICT.raw_decode(text, start)
+        raw = value if (start, end) == (0, len(text)) else text[start:end].encode("utf-8")
+        _check_limits(text, start, end, document, raw)
     except (ValueError, RecursionError):
         return _NOT_JSON
     return validate_document(document)
@@ -369,21 +368,29 @@ def split_batch(body: bytes) -> list[tuple[bytes, Verdict]]:
         while True:
             start = position
             try:
-                document, end = _parse_at(text, start)
-                verdict = validate_document(document)
+                document, end = _STRICT.raw_decode(text, start)
+                strict = True
             except (ValueError, RecursionError):
                 try:
                     _, end = _LENIENT.raw_decode(text, start)
                 except (ValueError, RecursionError):
                     raise BatchError(f"element {len(elements)} is not JSON") from None
-                verdict = _NOT_JSON
+                strict = False
             if ascii_only:
-                elements.append((body[start:end], verdict))
+                raw = body[start:end]
             else:
                 byte_start = last_byte + len(text[last_char:start].encode("utf-8"))
                 byte_end = byte_start + len(text[start:end].encode("utf-8"))
                 last_char, last_byte = end, byte_end
-                elements.append((body[byte_start:byte_end], verdict))
+                raw = body[byte_start:byte_end]
+            verdict = _NOT_JSON
+            if strict:
+                try:
+                    _check_limits(text, start, end, document, raw)
+                    verdict = validate_document(document)
+                except (ValueError, RecursionError):
+                    pass
+            elements.append((raw, verdict))
             position = space(text, end).end()  # type: ignore[union-attr]
             separator = text[position : position + 1]
             position = space(text, position + 1).end()  # type: ignore[union-attr]

@@ -43,6 +43,32 @@ class DeliveryFailed(Exception):
         self.code = code
 
 
+class Deliveries:
+    """The reports for the messages of one :meth:`AsyncProducer.produce` call, in their order.
+
+    ``results[i]`` is a :class:`Delivered`, a :class:`DeliveryFailed`, or None while message i has no
+    report yet; ``done`` resolves once every message has one (one wake-up of the loop per call, not one
+    per message).
+    """
+
+    __slots__ = ("_lock", "_remaining", "done", "results")
+
+    def __init__(self, count: int, done: asyncio.Future[None]) -> None:
+        self.results: list[Delivered | DeliveryFailed | None] = [None] * count
+        self.done = done
+        self._remaining = count
+        self._lock = threading.Lock()
+
+    def report(self, index: int, result: Delivered | DeliveryFailed) -> bool:
+        """Record one report (any thread); True when it was the last one. A second report is ignored."""
+        with self._lock:
+            if self.results[index] is not None:
+                return False
+            self.results[index] = result
+            self._remaining -= 1
+            return self._remaining == 0
+
+
 class AsyncProducer:
     """Produce to one topic from asyncio code; start with :meth:`start`, end with :meth:`close`."""
 
@@ -60,7 +86,7 @@ class AsyncProducer:
         self._producer: Producer | None = None
         self._retired: list[Producer] = []
         self._lock = threading.Lock()  # guards _producer/_retired between the loop and the poll thread
-        self._reports: list[tuple[asyncio.Future[Delivered], KafkaError | None, int, int]] = []
+        self._completed: list[Deliveries] = []  # filled in the poll thread, handed to the loop in bulk
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._fatal = False
@@ -84,32 +110,30 @@ class AsyncProducer:
             await asyncio.to_thread(self._thread.join, 5)
         return left
 
-    def produce(self, messages: Sequence[tuple[bytes, bytes | None]]) -> list[asyncio.Future[Delivered]]:
-        """Hand (value, key) pairs to librdkafka; one future per message, failed already if not queued."""
+    def produce(self, messages: Sequence[tuple[bytes, bytes | None]]) -> Deliveries:
+        """Hand (value, key) pairs to librdkafka in one ``produce_batch`` call; await ``.done`` for the
+        reports (a message librdkafka refused to queue has its failure already)."""
         assert self._loop is not None, "start() first"
-        futures = [self._loop.create_future() for _ in messages]
+        deliveries = Deliveries(len(messages), self._loop.create_future())
+        on_delivery = self._on_delivery
         batch: list[dict[str, Any]] = [
-            {"value": value, "key": key, "callback": functools.partial(self._on_delivery, future)}
-            for (value, key), future in zip(messages, futures, strict=True)
+            {"value": value, "key": key, "callback": functools.partial(on_delivery, deliveries, index)}
+            for index, (value, key) in enumerate(messages)
         ]
+        last = not messages
         try:
             self._current().produce_batch(self._topic, batch)
-        except BufferError as exc:
-            for future in futures:
-                future.set_exception(DeliveryFailed("_QUEUE_FULL", str(exc)))
-            return futures
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            code = error.name() if error is not None else "_PRODUCE_FAILED"
-            for future in futures:
-                future.set_exception(DeliveryFailed(code, str(exc)))
-            return futures
-        for message, future in zip(batch, futures, strict=True):
-            error = message.get("_error")
-            if error is not None and not future.done():
-                name = error.name() if isinstance(error, KafkaError) else "_PRODUCE_FAILED"
-                future.set_exception(DeliveryFailed(name, str(error)))
-        return futures
+        except (BufferError, KafkaException) as exc:
+            failure = _failure(exc)
+            last = any(deliveries.report(i, failure) for i in range(len(messages)))
+        else:
+            for index, message in enumerate(batch):
+                error = message.get("_error")
+                if error is not None:
+                    last = deliveries.report(index, _failure(error)) or last
+        if last:
+            deliveries.done.set_result(None)
+        return deliveries
 
     def metadata(self, timeout_s: float) -> int:
         """Partitions of the topic, from the brokers (blocking: call it in a thread). Raises when
@@ -137,14 +161,16 @@ class AsyncProducer:
             return self._producer
 
     def _on_delivery(
-        self, future: asyncio.Future[Delivered], error: KafkaError | None, message: Message
+        self, deliveries: Deliveries, index: int, error: KafkaError | None, message: Message
     ) -> None:
         # Runs in the poll thread, inside poll().
         if error is None:
             self.brokers_down = False
-            self._reports.append((future, None, message.partition() or 0, message.offset() or 0))
+            result: Delivered | DeliveryFailed = Delivered(message.partition() or 0, message.offset() or 0)
         else:
-            self._reports.append((future, error, -1, -1))
+            result = DeliveryFailed(error.name(), error.str())
+        if deliveries.report(index, result):
+            self._completed.append(deliveries)
 
     def _on_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._ALL_BROKERS_DOWN:
@@ -170,13 +196,13 @@ class AsyncProducer:
             self._hand_over()
 
     def _hand_over(self) -> None:
-        if not self._reports:
+        if not self._completed:
             return
-        reports, self._reports = self._reports, []
+        completed, self._completed = self._completed, []
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(_resolve, reports)
+                loop.call_soon_threadsafe(_resolve, completed)
 
     def _flush_all(self, timeout_s: float) -> int:
         with self._lock:
@@ -186,11 +212,18 @@ class AsyncProducer:
         return left
 
 
-def _resolve(reports: list[tuple[asyncio.Future[Delivered], KafkaError | None, int, int]]) -> None:
-    for future, error, partition, offset in reports:
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(Delivered(partition, offset))
-        else:
-            future.set_exception(DeliveryFailed(error.name(), error.str()))
+def _resolve(completed: list[Deliveries]) -> None:
+    for deliveries in completed:
+        if not deliveries.done.done():
+            deliveries.done.set_result(None)
+
+
+def _failure(error: object) -> DeliveryFailed:
+    """A DeliveryFailed from what produce/produce_batch raised or put in a message's ``_error``."""
+    if isinstance(error, BufferError):
+        return DeliveryFailed("_QUEUE_FULL", str(error))
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if isinstance(error, KafkaError):
+        return DeliveryFailed(error.name(), error.str())
+    return DeliveryFailed("_PRODUCE_FAILED", str(error))

@@ -105,16 +105,15 @@ class Intake:
             (value, kafka_key(v.document, v.kind) if v.valid and v.document else None)
             for value, v in messages
         ]
-        futures = self.producer.produce(pairs)
+        deliveries = self.producer.produce(pairs)
         wait_s = self.settings.serve.produce_timeout_seconds + DELIVERY_GRACE_S
-        await asyncio.wait(futures, timeout=wait_s)
-        outcomes = []
-        for (_value, verdict), future in zip(messages, futures, strict=True):
-            outcomes.append(self._outcome(verdict, future, wait_s))
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: no "never retrieved" warning for a late failure
-            else:
-                future.cancel()  # a report after this is dropped (see DELIVERY_GRACE_S)
+        done, _ = await asyncio.wait([deliveries.done], timeout=wait_s)
+        if not done:
+            log.error("no delivery report from librdkafka within %.0f s", wait_s)
+        outcomes = [
+            self._outcome(verdict, result, wait_s)
+            for (_, verdict), result in zip(messages, deliveries.results, strict=True)
+        ]
         self.metrics.event_bytes.inc(sum(len(value) for value, _ in messages))
         self.metrics.count_events(
             ("accepted" if o.status == 200 else "rejected" if o.stored else "failed" for o in outcomes),
@@ -122,22 +121,17 @@ class Intake:
         )
         return outcomes
 
-    def _outcome(self, verdict: Verdict, future: asyncio.Future[Delivered], wait_s: float) -> Outcome:
-        if not future.done():
-            log.error("no delivery report from librdkafka within %.0f s", wait_s)
+    def _outcome(self, verdict: Verdict, result: Delivered | DeliveryFailed | None, wait_s: float) -> Outcome:
+        if result is None:
             return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event within {wait_s:g} s")
-        error = future.exception()
-        if isinstance(error, DeliveryFailed):
-            self.metrics.kafka_errors.labels(error.code).inc()
-            if error.code == "MSG_SIZE_TOO_LARGE":
+        if isinstance(result, DeliveryFailed):
+            self.metrics.kafka_errors.labels(result.code).inc()
+            if result.code == "MSG_SIZE_TOO_LARGE":
                 return Outcome(413, PAYLOAD_TOO_LARGE, "the event is larger than the Kafka topic accepts")
-            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event ({error.code})")
-        if error is not None:
-            raise error
-        delivered = future.result()
+            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event ({result.code})")
         if verdict.valid:
-            return Outcome(200, delivered=delivered)
-        return Outcome(400, verdict.reason, verdict.detail, delivered)
+            return Outcome(200, delivered=result)
+        return Outcome(400, verdict.reason, verdict.detail, result)
 
     async def read(self, request: web.Request) -> bytes:
         """Check the key and the content type, then read the body (:func:`read_body`)."""
