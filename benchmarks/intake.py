@@ -61,6 +61,14 @@ READY_TIMEOUT_S = 120.0
 # --- the load generator (a process of its own) --------------------------------------------------------------
 
 
+def uuid7() -> str:
+    """A version 7 UUID (time-ordered): Data.Rentgen refuses other run id versions."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # RFC 4122 variant
+    return str(uuid.UUID(int=value))
+
+
 def sample_event(number: int) -> dict[str, Any]:
     """A START event as openlineage-python writes it for a small SQL job: two inputs, one output, a schema."""
     fields = [{"name": f"column_{i}", "type": "string"} for i in range(8)]
@@ -89,7 +97,7 @@ def sample_event(number: int) -> dict[str, Any]:
             }
         ],
         "producer": "https://github.com/OpenLineage/OpenLineage/tree/1.54.0/client/python",
-        "run": {"runId": str(uuid.uuid4()), "facets": {}},
+        "run": {"runId": uuid7(), "facets": {}},
         "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
     }
 
@@ -125,25 +133,25 @@ async def _closed_loop(
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
         loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = time.perf_counter()
         deadline = started + duration_s
 
         async def worker(offset: int) -> None:
             nonlocal ok_events
             i = offset
-            while loop.time() < deadline:
+            while time.perf_counter() < deadline:
                 body = bodies[i % len(bodies)]
                 i += concurrency
-                sent = loop.time()
+                sent = time.perf_counter()
                 async with session.post(url, data=body, headers=headers) as answer:
                     await answer.read()
-                latencies.append(loop.time() - sent)
+                latencies.append(time.perf_counter() - sent)
                 statuses[answer.status] = statuses.get(answer.status, 0) + 1
                 if answer.status < 300:
                     ok_events += per_body
 
         await asyncio.gather(*(worker(n) for n in range(concurrency)))
-        elapsed = loop.time() - started
+        elapsed = time.perf_counter() - started
     return _summary(latencies, statuses, ok_events, elapsed)
 
 
@@ -159,26 +167,26 @@ async def _open_loop(
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
         loop = asyncio.get_running_loop()
         total = int(rate * duration_s)
-        started = loop.time() + 0.1
+        started = time.perf_counter() + 0.1
         tasks = []
 
         async def one(number: int, due: float) -> None:
             nonlocal ok_events
             async with session.post(url, data=bodies[number % len(bodies)], headers=headers) as answer:
                 await answer.read()
-            latencies.append(loop.time() - due)  # from the scheduled time: a stall is not hidden
+            latencies.append(time.perf_counter() - due)  # from the scheduled time: a stall is not hidden
             statuses[answer.status] = statuses.get(answer.status, 0) + 1
             if answer.status < 300:
                 ok_events += 1
 
         for number in range(total):
             due = started + number / rate
-            delay = due - loop.time()
+            delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(one(number, due)))
         await asyncio.gather(*tasks)
-        elapsed = loop.time() - started
+        elapsed = time.perf_counter() - started
     return _summary(latencies, statuses, ok_events, elapsed)
 
 
@@ -214,7 +222,7 @@ def loadgen_main(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- the services ---------------------------------------------------------------------------------------------
+# --- the services ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -348,7 +356,13 @@ def start_rentgen(python: Path, bootstrap: str, topic: str, work: Path) -> tuple
     port = free_port()
     h2k_env = _rentgen_env(
         work,
-        {**base_config, "kafka": {"bootstrap_servers": [bootstrap]}, "producer": {"main_topic": topic}},
+        {
+            **base_config,
+            "kafka": {"bootstrap_servers": [bootstrap]},
+            "producer": {"main_topic": topic},
+            # Its default serves static files from a source checkout's folder, absent from the wheel.
+            "server": {"static_files": {"enabled": False}},
+        },
     )
     log = work / "rentgen-http2kafka.log"
     process = _spawn(
@@ -486,7 +500,7 @@ def run_main(args: argparse.Namespace) -> int:
                 if cluster is not None:
                     cluster.stop()
         ours, theirs = results.get("ours", {}), results.get("theirs", {})
-        if "single" in ours and "single" in theirs:
+        if "single" in ours and "single" in theirs and theirs["single"]["events_per_s"]:
             best = max(ours["single"]["events_per_s"], ours.get("batch", {}).get("events_per_s") or 0)
             results["ratio_single"] = round(
                 ours["single"]["events_per_s"] / theirs["single"]["events_per_s"], 2
