@@ -132,7 +132,6 @@ async def _closed_loop(
     ok_events = 0
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-        loop = asyncio.get_running_loop()
         started = time.perf_counter()
         deadline = started + duration_s
 
@@ -165,7 +164,6 @@ async def _open_loop(
     ok_events = 0
     connector = aiohttp.TCPConnector(limit=512)
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-        loop = asyncio.get_running_loop()
         total = int(rate * duration_s)
         started = time.perf_counter() + 0.1
         tasks = []
