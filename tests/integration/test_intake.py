@@ -12,6 +12,7 @@ import gzip
 import json
 import re
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -398,6 +399,7 @@ def test_no_key_means_loopback_only(kafka_broker: LocalKafka, intake_topic: str)
     assert "refusing to listen on 0.0.0.0 without an API key" in refused.stderr
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the openssl command makes the test certificate")
 def test_tls(kafka_broker: LocalKafka, intake_topic: str, tmp_path: Path) -> None:
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
     subprocess.run(
