@@ -134,13 +134,19 @@ def serve(settings: Settings, host: str, port: int) -> None:
     context = ssl_context(settings)
     _raise_open_files_limit()
     app = create_app(settings)
+    sock = socket.create_server(
+        (host, port),
+        family=socket.AF_INET6 if ":" in host else socket.AF_INET,
+        backlog=settings.serve.backlog,
+        reuse_port=False,
+    )
     scheme = "https" if context else "http"
     halves = ["intake" if settings.serve.intake else None]
     log.info(
         "lineage serve on %s://%s:%s (%s); %s; topic %s on %s, body limit %d bytes",
         scheme,
         host,
-        port,
+        sock.getsockname()[1],
         ", ".join(h for h in halves if h) or "health and metrics only",
         auth,
         settings.kafka.topic,
@@ -153,12 +159,6 @@ def serve(settings: Settings, host: str, port: int) -> None:
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     loop = _new_loop()
-    sock = socket.create_server(
-        (host, port),
-        family=socket.AF_INET6 if ":" in host else socket.AF_INET,
-        backlog=settings.serve.backlog,
-        reuse_port=False,
-    )
     web.run_app(
         app,
         sock=sock,

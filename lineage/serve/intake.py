@@ -158,7 +158,10 @@ KEYS = web.AppKey("api_keys", ApiKeys)
 async def post_event(request: web.Request) -> web.Response:
     intake = request.app[INTAKE]
     body = await intake.read(request)
-    [outcome] = await intake.submit([(body, validate(body))])
+    verdict = (
+        await asyncio.to_thread(validate, body) if len(body) > INLINE_VALIDATION_BYTES else validate(body)
+    )
+    [outcome] = await intake.submit([(body, verdict)])
     if outcome.status == 200:
         assert outcome.delivered is not None
         return json_response(

@@ -25,7 +25,7 @@ from tests.fixtures.intake import Intake, read_topic, start_intake
 
 pytestmark = pytest.mark.integration
 
-PRODUCE_TIMEOUT_S = 3
+PRODUCE_TIMEOUT_S = 2
 CONCURRENCY = 8
 BATCH_EVERY = 5  # every 5th request is a batch of BATCH_SIZE events
 BATCH_SIZE = 4
@@ -120,11 +120,11 @@ def test_broker_stopped_mid_load_and_restarted(own_broker: LocalKafka, tmp_path:
         await asyncio.sleep(3)
         phases["before stop"] = len(load.answers)
         await asyncio.to_thread(own_broker.stop)
-        await asyncio.sleep(PRODUCE_TIMEOUT_S * 2)
+        await asyncio.sleep(PRODUCE_TIMEOUT_S * 2.5)
         phases["while down"] = len(load.answers)
         await asyncio.to_thread(own_broker.start)
         phases["restarted"] = len(load.answers)
-        await asyncio.sleep(8)
+        await asyncio.sleep(5)
         stop.set()
         await driver
 

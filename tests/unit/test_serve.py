@@ -129,3 +129,17 @@ def test_batch_answer_statuses() -> None:
         },
         {"status": 503, "code": "KAFKA_UNAVAILABLE", "message": lost.message},
     ]
+
+
+def test_hash_key_command() -> None:
+    from click.testing import CliRunner
+
+    from lineage.cli.main import cli
+
+    runner = CliRunner()
+    hashed = runner.invoke(cli, ["serve", "hash-key", "--stdin"], input="my key\n")
+    made = runner.invoke(cli, ["serve", "hash-key"])
+
+    assert (hashed.exit_code, hashed.output.strip()) == (0, hash_key("my key"))
+    key_line, digest_line = made.output.strip().splitlines()
+    assert digest_line.split()[-1] == hash_key(key_line.split()[-1])
