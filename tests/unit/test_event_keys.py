@@ -59,7 +59,9 @@ EVENTS = {
 @pytest.fixture(scope="module")
 def transport() -> KafkaTransport:
     # The producer is never used: only the key rule is (no broker at this address).
-    return KafkaTransport(KafkaConfig(config={"bootstrap.servers": "127.0.0.1:1"}, topic="t", flush=False))
+    return KafkaTransport(
+        KafkaConfig(config={"bootstrap.servers": "127.0.0.1:1", "log_level": "0"}, topic="t", flush=False)
+    )
 
 
 @pytest.mark.parametrize("name", sorted(EVENTS))
