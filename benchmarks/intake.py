@@ -118,8 +118,20 @@ def _summary(latencies: list[float], statuses: dict[int, int], events: int, elap
         "p50_ms": round((_percentile(latencies, 0.50) or 0) * 1000, 2),
         "p99_ms": round((_percentile(latencies, 0.99) or 0) * 1000, 2),
         "max_ms": round(max(latencies, default=0) * 1000, 2),
-        "statuses": {str(k): v for k, v in sorted(statuses.items())},
+        "statuses": {str(k) if k else "no answer": v for k, v in sorted(statuses.items())},
     }
+
+
+async def _post(session: Any, url: str, body: bytes, headers: dict[str, str]) -> int:
+    """The answer's status; 0 for a request that failed or timed out (60 s) without one."""
+    import aiohttp
+
+    try:
+        async with session.post(url, data=body, headers=headers) as answer:
+            await answer.read()
+            return int(answer.status)
+    except (TimeoutError, aiohttp.ClientError, OSError):
+        return 0
 
 
 async def _closed_loop(
@@ -142,11 +154,10 @@ async def _closed_loop(
                 body = bodies[i % len(bodies)]
                 i += concurrency
                 sent = time.perf_counter()
-                async with session.post(url, data=body, headers=headers) as answer:
-                    await answer.read()
+                status = await _post(session, url, body, headers)
                 latencies.append(time.perf_counter() - sent)
-                statuses[answer.status] = statuses.get(answer.status, 0) + 1
-                if answer.status < 300:
+                statuses[status] = statuses.get(status, 0) + 1
+                if 200 <= status < 300:
                     ok_events += per_body
 
         await asyncio.gather(*(worker(n) for n in range(concurrency)))
@@ -170,11 +181,10 @@ async def _open_loop(
 
         async def one(number: int, due: float) -> None:
             nonlocal ok_events
-            async with session.post(url, data=bodies[number % len(bodies)], headers=headers) as answer:
-                await answer.read()
+            status = await _post(session, url, bodies[number % len(bodies)], headers)
             latencies.append(time.perf_counter() - due)  # from the scheduled time: a stall is not hidden
-            statuses[answer.status] = statuses.get(answer.status, 0) + 1
-            if answer.status < 300:
+            statuses[status] = statuses.get(status, 0) + 1
+            if 200 <= status < 300:
                 ok_events += 1
 
         for number in range(total):
