@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -160,6 +160,45 @@ class OpenLineageSettings(_Section):
     emit_timeout_seconds: float = Field(default=10, gt=0)  # longest wait for the transport at job end
 
 
+class ServeSettings(_Section):
+    """``lineage serve``: the HTTP intake (and, later, the read API) in one process."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=5000, ge=0, le=65535)
+    intake: bool = True  # POST /api/v1/lineage and /api/v1/lineage/batch into kafka.topic
+    # API keys as SHA-256 hex digests (`lineage serve hash-key`), here and/or in a file, one per line.
+    # With none, the service listens on loopback only and without authentication.
+    api_key_hashes: list[str] = Field(default_factory=list)
+    api_keys_file: Path | None = None
+    tls_cert_file: Path | None = None  # both set: HTTPS
+    tls_key_file: Path | None = None
+    produce_timeout_seconds: float = Field(default=10, gt=0)  # Kafka's ack within this, else 503
+    body_timeout_seconds: float = Field(default=30, gt=0)  # a request body must arrive within this
+    idle_timeout_seconds: float = Field(default=15, gt=0)  # idle keep-alive; also bounds slow headers
+    health_timeout_seconds: float = Field(default=2, gt=0)  # /healthz waits this long for Kafka
+    retry_after_seconds: int = Field(default=5, ge=0)  # Retry-After of a 503
+    max_batch_events: int = Field(default=10_000, ge=1)
+    backlog: int = Field(default=2048, ge=1)  # listen queue: many clients connecting at once
+    access_log: bool = True  # one line per request: client, request line, status, size, time (no bodies)
+    # Extra librdkafka producer properties (security.protocol, sasl.*, linger.ms ...), applied last.
+    producer: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("api_key_hashes")
+    @classmethod
+    def _hex_digests(cls, value: list[str]) -> list[str]:
+        digests = [v.strip().lower() for v in value]
+        bad = [d for d in digests if len(d) != 64 or any(c not in "0123456789abcdef" for c in d)]
+        if bad:
+            raise ValueError("api_key_hashes holds SHA-256 hex digests (64 hex digits), not keys")
+        return digests
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ServeSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LINEAGE__",
@@ -175,6 +214,7 @@ class Settings(BaseSettings):
     build: BuildSettings = Field(default_factory=BuildSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
     openlineage: OpenLineageSettings = Field(default_factory=OpenLineageSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
 
     @field_validator("ingest")
     @classmethod
@@ -213,6 +253,7 @@ _PATH_FIELDS = {
     "ingest": ("checkpoint",),
     "local_kafka": ("data_dir", "jars_dir"),
     "openlineage": ("config",),
+    "serve": ("api_keys_file", "tls_cert_file", "tls_key_file"),
 }
 
 

@@ -13,4 +13,5 @@ pytest_plugins = [
     "tests.fixtures.kafka",
     "tests.fixtures.lake",
     "tests.fixtures.pipeline",
+    "tests.fixtures.intake",
 ]

@@ -298,6 +298,51 @@ class SendFailed(Exception):
 
 
 # -- JSON shapes -------------------------------------------------------------------------------------------
+@cli.group("serve", invoke_without_command=True)
+@click.option("--host", help="Address to listen on (default serve.host: 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default serve.port: 5000).")
+@click.pass_context
+def serve_command(click_ctx: click.Context, host: str | None, port: int | None) -> None:
+    """Run the HTTP intake: OpenLineage events over HTTP into the Kafka topic (docs/intake.md).
+
+    POST /api/v1/lineage (one event), POST /api/v1/lineage/batch (a JSON array), GET /healthz, GET /metrics.
+    Runs until SIGINT/SIGTERM. Without an API key configured it listens on loopback only.
+    """
+    if click_ctx.invoked_subcommand is not None:
+        return
+    import logging
+
+    settings = click_ctx.find_object(Context).settings()  # type: ignore[union-attr]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from lineage.serve.app import ConfigurationError, serve
+
+    try:
+        serve(settings, host or settings.serve.host, settings.serve.port if port is None else port)
+    except (ConfigurationError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@serve_command.command("hash-key")
+@click.option("--stdin", "from_stdin", is_flag=True, help="Hash the key read from standard input.")
+def hash_key_command(from_stdin: bool) -> None:
+    """Make an API key and its SHA-256 digest (or hash a key read from stdin).
+
+    The key goes to the producer (Authorization: Bearer <key>); only the digest goes into the
+    configuration (serve.api_key_hashes, or one line of serve.api_keys_file).
+    """
+    from lineage.serve.auth import hash_key, new_key
+
+    if from_stdin:
+        key = sys.stdin.readline().strip()
+        if not key:
+            raise click.ClickException("no key on standard input")
+        click.echo(hash_key(key))
+        return
+    key = new_key()
+    click.echo(f"api key (give it to the producer; it is not stored anywhere): {key}")
+    click.echo(f"sha256  (put it in serve.api_key_hashes or serve.api_keys_file): {hash_key(key)}")
+
+
 def node_json(store: LineageStore, node: Node) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": node.id,

@@ -6,9 +6,9 @@ are left to the batch build, which reads the stored JSON. Measured on this machi
 reading a dozen paths costs about the same as ``from_json`` with an envelope schema, and unlike
 ``from_json`` it tells a JSON string from a number, so mistyped fields are reported precisely.
 
-Spec references are to https://openlineage.io/spec/2-0-2/OpenLineage.json: a RunEvent requires ``run.runId``
-(UUID) and ``job.namespace``/``job.name``; a DatasetEvent requires ``dataset``; a JobEvent ``job``; all three
-require ``eventTime``, ``producer`` and ``schemaURL``. ``eventType`` is optional but must be known if given.
+The rules themselves (fields, their order, event types, patterns, detail texts) are data in
+:mod:`lineage.events.rules`, shared with the HTTP intake's Python validator; this module only turns them
+into column expressions. ``tests/unit/test_validation_parity.py`` checks both give identical verdicts.
 """
 
 from __future__ import annotations
@@ -16,36 +16,60 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-# Stable, machine-readable reasons a message is rejected (``lake.raw.rejected.reason``).
-EMPTY_VALUE = "EMPTY_VALUE"
-NOT_UTF8 = "NOT_UTF8"
-NOT_JSON = "NOT_JSON"
-NOT_JSON_OBJECT = "NOT_JSON_OBJECT"
-MISSING_FIELD = "MISSING_FIELD"
-INVALID_FIELD_TYPE = "INVALID_FIELD_TYPE"
-INVALID_EVENT_TIME = "INVALID_EVENT_TIME"
-UNKNOWN_EVENT_TYPE = "UNKNOWN_EVENT_TYPE"
-INVALID_RUN_ID = "INVALID_RUN_ID"
-UNKNOWN_EVENT_KIND = "UNKNOWN_EVENT_KIND"
-
-REASONS = (
+from lineage.events import rules
+from lineage.events.rules import (  # re-exported: the reason codes' historical home
+    DATASET_EVENT,
     EMPTY_VALUE,
-    NOT_UTF8,
+    EVENT_TYPES,
+    INVALID_EVENT_TIME,
+    INVALID_FIELD_TYPE,
+    INVALID_RUN_ID,
+    JOB_EVENT,
+    MISSING_FIELD,
     NOT_JSON,
     NOT_JSON_OBJECT,
-    MISSING_FIELD,
-    INVALID_FIELD_TYPE,
-    INVALID_EVENT_TIME,
-    UNKNOWN_EVENT_TYPE,
-    INVALID_RUN_ID,
+    NOT_UTF8,
+    REASONS,
+    RUN_EVENT,
     UNKNOWN_EVENT_KIND,
+    UNKNOWN_EVENT_TYPE,
+    UUID_PATTERN,
 )
 
-EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
-RUN_EVENT, DATASET_EVENT, JOB_EVENT = "RunEvent", "DatasetEvent", "JobEvent"
+__all__ = [
+    "DATASET_EVENT",
+    "EMPTY_VALUE",
+    "EVENT_COLUMNS",
+    "EVENT_TYPES",
+    "INVALID_EVENT_TIME",
+    "INVALID_FIELD_TYPE",
+    "INVALID_RUN_ID",
+    "JOB_EVENT",
+    "MISSING_FIELD",
+    "NOT_JSON",
+    "NOT_JSON_OBJECT",
+    "NOT_UTF8",
+    "REASONS",
+    "REJECTED_COLUMNS",
+    "RUN_EVENT",
+    "UNKNOWN_EVENT_KIND",
+    "UNKNOWN_EVENT_TYPE",
+    "UUID_PATTERN",
+    "parse_messages",
+    "rejected_messages",
+    "valid_events",
+]
 
-# Any UUID version (v4 from most clients, v7 from newer Java/Python ones), canonical 8-4-4-4-12 text.
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+def _java_anchored(pattern: str) -> str:
+    """A rules pattern matched against the whole string (``\\z``: Java's ``$`` also matches before a
+    final line terminator, Python's ``re.fullmatch`` does not)."""
+    return f"^(?:{pattern})\\z"
+
+
+_BLANK_CLASS = "".join(f"\\x{ord(c):02X}" for c in rules.BLANK)
+# First non-blank character: '' for empty/blank values, '{' for a JSON object.
+_FIRST_CHAR = f"^[{_BLANK_CLASS}]*([^{_BLANK_CLASS}])"
 
 # Columns of ``lake.raw.events`` in table order.
 EVENT_COLUMNS = (
@@ -119,14 +143,16 @@ def _field_problem(fields: list[tuple[str, Column]]) -> tuple[Column, Column]:
             .otherwise(reason)
         )
         detail = (
-            F.when(missing, F.lit(f"required field {name} is missing or null"))
-            .when(
-                ~_is_string(node),
-                F.concat(F.lit(f"field {name} must be a string, got "), _json_type(node)),
-            )
+            F.when(missing, F.lit(rules.detail_missing(name)))
+            .when(~_is_string(node), F.concat(F.lit(rules.detail_wrong_type_prefix(name)), _json_type(node)))
             .otherwise(detail)
         )
     return reason, detail
+
+
+def _head(text: Column) -> Column:
+    """The first ``DETAIL_VALUE_CHARS`` characters of a value quoted in a detail."""
+    return F.substring(text, 1, rules.DETAIL_VALUE_CHARS)
 
 
 def parse_messages(messages: DataFrame) -> DataFrame:
@@ -139,7 +165,7 @@ def parse_messages(messages: DataFrame) -> DataFrame:
     Returns:
         One row per message with the envelope columns, the original ``value`` bytes (the event JSON is
         derived from them on write, so a cached batch holds each payload once) and, for invalid messages,
-        a non-null ``reason`` and ``detail``.
+        a non-null ``reason`` and ``detail`` (:mod:`lineage.events.rules`).
     """
     text = F.col("value").cast("string")
     v = F.col("_v")
@@ -153,31 +179,17 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         F.coalesce(F.length("value"), F.lit(0)).alias("payload_bytes"),
-        # First non-whitespace character: '' for empty/blank values, '{' for a JSON object.
-        F.coalesce(F.regexp_extract(text, r"^\s*(\S)", 1), F.lit("")).alias("_first"),
+        F.coalesce(F.regexp_extract(text, _FIRST_CHAR, 1), F.lit("")).alias("_first"),
         F.is_valid_utf8(text).alias("_utf8"),
         F.try_parse_json(text).alias("_v"),
     )
-    nodes = {
-        "eventTime": _path(v, "$.eventTime"),
-        "producer": _path(v, "$.producer"),
-        "schemaURL": _path(v, "$.schemaURL"),
-        "run.runId": _path(v, "$.run.runId"),
-        "job.namespace": _path(v, "$.job.namespace"),
-        "job.name": _path(v, "$.job.name"),
-        "dataset.namespace": _path(v, "$.dataset.namespace"),
-        "dataset.name": _path(v, "$.dataset.name"),
-    }
-    has = {
-        "run": F.try_variant_get(v, "$.run", "variant").isNotNull(),
-        "job": F.try_variant_get(v, "$.job", "variant").isNotNull(),
-        "dataset": F.try_variant_get(v, "$.dataset", "variant").isNotNull(),
-    }
-    kind = (
-        F.when(has["run"], F.lit(RUN_EVENT))
-        .when(has["dataset"], F.lit(DATASET_EVENT))
-        .when(has["job"], F.lit(JOB_EVENT))
-    )
+    field_names = dict.fromkeys([*rules.COMMON_FIELDS, *(f for k in rules.KINDS for f in k.fields)])
+    nodes = {name: _path(v, f"$.{name}") for name in field_names}
+    # A marker key counts whatever its value, JSON null included (try_variant_get gives a variant null).
+    kind = F.lit(None).cast("string")
+    for event_kind in reversed(rules.KINDS):
+        present = F.try_variant_get(v, f"$.{event_kind.marker}", "variant").isNotNull()
+        kind = F.when(present, F.lit(event_kind.name)).otherwise(kind)
     event_type_node = _path(v, "$.eventType")
     event_type = F.upper(_as_string(event_type_node))
 
@@ -189,42 +201,27 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         event_type.alias("event_type"),
         *[_as_string(nodes[n]).alias(c) for n, c in _STRING_FIELDS],
         *[F.try_variant_get(v, p, "string").alias(c) for p, c in _OPTIONAL_STRINGS(parent)],
-    ).withColumn("event_time", F.try_to_timestamp(event_time_text))
+    ).withColumn(
+        # The shared pattern first: Spark's cast alone also takes '2026', '08:00:00' (today) or region ids.
+        "event_time",
+        F.when(
+            event_time_text.rlike(_java_anchored(rules.EVENT_TIME_PATTERN)),
+            F.try_to_timestamp(event_time_text),
+        ),
+    )
 
-    common = [
-        ("eventTime", nodes["eventTime"]),
-        ("producer", nodes["producer"]),
-        ("schemaURL", nodes["schemaURL"]),
-    ]
-    run_fields = [
-        ("run.runId", nodes["run.runId"]),
-        ("job.namespace", nodes["job.namespace"]),
-        ("job.name", nodes["job.name"]),
-    ]
-    dataset_fields = [
-        ("dataset.namespace", nodes["dataset.namespace"]),
-        ("dataset.name", nodes["dataset.name"]),
-    ]
-    job_fields = [("job.namespace", nodes["job.namespace"]), ("job.name", nodes["job.name"])]
-    common_reason, common_detail = _field_problem(common)
-    run_reason, run_detail = _field_problem(run_fields)
-    dataset_reason, dataset_detail = _field_problem(dataset_fields)
-    job_reason, job_detail = _field_problem(job_fields)
+    common_reason, common_detail = _field_problem([(n, nodes[n]) for n in rules.COMMON_FIELDS])
     kind_col = F.col("event_kind")
-    kind_reason = (
-        F.when(kind_col == RUN_EVENT, run_reason)
-        .when(kind_col == DATASET_EVENT, dataset_reason)
-        .when(kind_col == JOB_EVENT, job_reason)
-    )
-    kind_detail = (
-        F.when(kind_col == RUN_EVENT, run_detail)
-        .when(kind_col == DATASET_EVENT, dataset_detail)
-        .when(kind_col == JOB_EVENT, job_detail)
-    )
+    kind_reason = F.lit(None).cast("string")
+    kind_detail = F.lit(None).cast("string")
+    for event_kind in reversed(rules.KINDS):
+        problem, problem_detail = _field_problem([(n, nodes[n]) for n in event_kind.fields])
+        kind_reason = F.when(kind_col == event_kind.name, problem).otherwise(kind_reason)
+        kind_detail = F.when(kind_col == event_kind.name, problem_detail).otherwise(kind_detail)
     type_node = F.col("_event_type_node")
     type_given = type_node.isNotNull() & ~F.is_variant_null(type_node)
     bad_type = type_given & (~_is_string(type_node) | ~F.col("event_type").isin(*EVENT_TYPES))
-    bad_run_id = (kind_col == RUN_EVENT) & ~F.col("run_id").rlike(UUID_PATTERN)
+    bad_run_id = (kind_col == RUN_EVENT) & ~F.col("run_id").rlike(_java_anchored(UUID_PATTERN))
 
     reason = (
         F.when(F.col("_first") == "", F.lit(EMPTY_VALUE))
@@ -239,25 +236,19 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         .when(bad_run_id, F.lit(INVALID_RUN_ID))
     )
     detail = (
-        F.when(F.col("_first") == "", F.lit("message value is null, empty or blank"))
-        .when(~F.col("_utf8"), F.lit("message value is not valid UTF-8"))
-        .when(v.isNull(), F.lit("message value is not valid JSON"))
-        .when(F.col("_first") != "{", F.concat(F.lit("JSON value is not an object but "), _json_type(v)))
+        F.when(F.col("_first") == "", F.lit(rules.DETAIL_EMPTY))
+        .when(~F.col("_utf8"), F.lit(rules.DETAIL_NOT_UTF8))
+        .when(v.isNull(), F.lit(rules.DETAIL_NOT_JSON))
+        .when(F.col("_first") != "{", F.concat(F.lit(rules.DETAIL_NOT_OBJECT_PREFIX), _json_type(v)))
         .when(common_reason.isNotNull(), common_detail)
-        .when(kind_col.isNull(), F.lit("JSON object has none of run, job or dataset"))
+        .when(kind_col.isNull(), F.lit(rules.DETAIL_UNKNOWN_KIND))
         .when(kind_reason.isNotNull(), kind_detail)
         .when(
             F.col("event_time").isNull(),
-            F.concat(F.lit("eventTime is not an ISO-8601 timestamp: "), F.substring(event_time_text, 1, 100)),
+            F.concat(F.lit(rules.DETAIL_EVENT_TIME_PREFIX), _head(event_time_text)),
         )
-        .when(
-            bad_type,
-            F.concat(
-                F.lit("eventType must be one of " + ", ".join(EVENT_TYPES) + ", got "),
-                F.substring(F.to_json(type_node), 1, 100),
-            ),
-        )
-        .when(bad_run_id, F.concat(F.lit("run.runId is not a UUID: "), F.substring(F.col("run_id"), 1, 100)))
+        .when(bad_type, F.concat(F.lit(rules.DETAIL_EVENT_TYPE_PREFIX), _head(F.to_json(type_node))))
+        .when(bad_run_id, F.concat(F.lit(rules.DETAIL_RUN_ID_PREFIX), _head(F.col("run_id"))))
     )
     return extracted.select(
         *[c for c in EVENT_COLUMNS if c not in {"event_json", "kafka_key", "ingested_at"}],

@@ -1,9 +1,12 @@
 """A real PySpark job instrumented with the OpenLineage Spark listener: the producer of the end-to-end test.
 
 It reads two Iceberg tables and writes a third through a join, a filter and an aggregation; the listener
-(``io.openlineage:openlineage-spark_2.13``, from ``make jars``) sends its events through its Kafka transport.
+(``io.openlineage:openlineage-spark_2.13``, from ``make jars``) sends its events through its Kafka transport,
+or, with ``--http-url``, through its HTTP transport (gzip) to ``lineage serve``.
 
     python tests/producers/spark_orders_report.py --bootstrap 127.0.0.1:9092 --topic input.runs \\
+        --warehouse /tmp/shop
+    python tests/producers/spark_orders_report.py --http-url http://127.0.0.1:5000 --api-key KEY \\
         --warehouse /tmp/shop
 
 The job's own tables live in an Iceberg Hadoop catalog (``shop``): openlineage-spark 1.53 names Iceberg
@@ -25,8 +28,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", required=True)
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--bootstrap", help="Kafka transport: bootstrap servers")
+    parser.add_argument("--topic", help="Kafka transport: topic")
+    parser.add_argument("--http-url", help="HTTP transport instead: the intake's base URL")
+    parser.add_argument("--api-key", help="HTTP transport: the intake's API key")
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--namespace", default="spark-shop")
     args = parser.parse_args()
@@ -49,14 +54,31 @@ def main() -> None:
         "spark.extraListeners": "io.openlineage.spark.agent.OpenLineageSparkListener",
         "spark.openlineage.namespace": args.namespace,
         "spark.openlineage.columnLineage.datasetLineageEnabled": "true",
-        "spark.openlineage.transport.type": "kafka",
-        "spark.openlineage.transport.topicName": args.topic,
-        "spark.openlineage.transport.properties.bootstrap.servers": args.bootstrap,
-        "spark.openlineage.transport.properties.key.serializer": serializer,
-        "spark.openlineage.transport.properties.value.serializer": serializer,
-        "spark.openlineage.transport.properties.max.request.size": str(32 * 1024 * 1024),
-        "spark.openlineage.transport.properties.acks": "all",
     }
+    if args.http_url:
+        conf |= {
+            "spark.openlineage.transport.type": "http",
+            "spark.openlineage.transport.url": args.http_url,
+            "spark.openlineage.transport.endpoint": "/api/v1/lineage",
+            "spark.openlineage.transport.compression": "gzip",
+        }
+        if args.api_key:
+            conf |= {
+                "spark.openlineage.transport.auth.type": "api_key",
+                "spark.openlineage.transport.auth.apiKey": args.api_key,
+            }
+    else:
+        if not (args.bootstrap and args.topic):
+            parser.error("--bootstrap and --topic (Kafka transport), or --http-url")
+        conf |= {
+            "spark.openlineage.transport.type": "kafka",
+            "spark.openlineage.transport.topicName": args.topic,
+            "spark.openlineage.transport.properties.bootstrap.servers": args.bootstrap,
+            "spark.openlineage.transport.properties.key.serializer": serializer,
+            "spark.openlineage.transport.properties.value.serializer": serializer,
+            "spark.openlineage.transport.properties.max.request.size": str(32 * 1024 * 1024),
+            "spark.openlineage.transport.properties.acks": "all",
+        }
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

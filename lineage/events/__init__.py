@@ -1,0 +1,1 @@
+"""OpenLineage events as Kafka messages: validation rules (data), the Python validator, the Kafka key."""

@@ -1,0 +1,405 @@
+"""The validation rules of :mod:`lineage.events.rules` in plain Python, for the HTTP intake (no JVM).
+
+:func:`validate` gives one message (bytes, exactly as they would sit in Kafka) the verdict the streaming
+ingestion gives it: the same reason and detail (``tests/unit/test_validation_parity.py`` runs both on one
+corpus). :func:`split_batch` cuts a JSON array into its elements' bytes and validates each of them as if
+it had been sent alone.
+
+Where Python's ``json`` and Spark's ``try_parse_json`` (Jackson) differ, this module follows Spark:
+
+- Spark reads the first JSON value and ignores what follows it (``{"a":1} x`` is an object), so
+  ``raw_decode`` is used, not ``loads``;
+- Spark refuses duplicate keys, NaN and Infinity, which Python accepts; both are refused here;
+- Jackson's size limits (:data:`lineage.events.rules.JSON_LIMITS`) are checked after parsing, only when
+  cheap pre-checks on the text say a limit could be reached (most events are far below all of them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lineage.events import rules
+from lineage.events.rules import (
+    EMPTY_VALUE,
+    INVALID_EVENT_TIME,
+    INVALID_FIELD_TYPE,
+    INVALID_RUN_ID,
+    JSON_LIMITS,
+    MISSING_FIELD,
+    NOT_JSON,
+    NOT_JSON_OBJECT,
+    NOT_UTF8,
+    RUN_EVENT,
+    UNKNOWN_EVENT_KIND,
+    UNKNOWN_EVENT_TYPE,
+)
+
+# The C JSON scanner recurses once per nesting level and honours the interpreter's recursion limit; Spark
+# accepts JSON_LIMITS.max_depth levels, so leave room for those on top of the caller's own stack.
+_RECURSION_NEEDED = JSON_LIMITS.max_depth + 2000
+if sys.getrecursionlimit() < _RECURSION_NEEDED:
+    sys.setrecursionlimit(_RECURSION_NEEDED)
+
+_NON_BLANK = re.compile(b"[^" + re.escape(rules.BLANK.encode()) + b"]")
+_JSON_SPACE = re.compile("[" + re.escape(rules.JSON_WHITESPACE) + "]*")
+_UUID = re.compile(rules.UUID_PATTERN)
+_EVENT_TIME = re.compile(rules.EVENT_TIME_PATTERN)
+# A number token with more than max_number_digits digits is a run of at least that many characters of
+# this set; its absence rules the limit out without looking at every number.
+_LONG_NUMBER = re.compile(f"[0-9][-+.eE0-9]{{{JSON_LIMITS.max_number_digits},}}")
+_LONG_MAX = 2**63
+_EVENT_TYPES = frozenset(rules.EVENT_TYPES)
+_ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of validating one message: ``reason`` is None for a valid event."""
+
+    reason: str | None
+    detail: str | None = None
+    document: dict[str, Any] | None = None  # the parsed object, when the message is a JSON object
+    kind: str | None = None  # RunEvent, DatasetEvent or JobEvent, when recognised
+
+    @property
+    def valid(self) -> bool:
+        return self.reason is None
+
+
+class BatchError(ValueError):
+    """A batch body that cannot be cut into elements (not UTF-8, not one JSON array)."""
+
+
+# --- JSON as Spark reads it --------------------------------------------------------------------------
+
+
+class _Decimal(float):
+    """A JSON number Spark stores as DECIMAL (no exponent, at most 38 digits and 38 decimals)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        raise ValueError("duplicate key")
+    return document
+
+
+def _float(text: str) -> float:
+    if "e" in text or "E" in text:
+        return float(text)
+    whole, _, fraction = text.lstrip("-").partition(".")
+    precision = len((whole + fraction).lstrip("0")) or 1
+    if precision <= rules.MAX_DECIMAL_DIGITS and len(fraction) <= rules.MAX_DECIMAL_DIGITS:
+        return _Decimal(text)
+    return float(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _digits(text: str) -> int:
+    return sum(c.isdigit() for c in text)
+
+
+def _counted_int(text: str) -> int:
+    if _digits(text) > JSON_LIMITS.max_number_digits:
+        raise ValueError("number too long")
+    return int(text)
+
+
+def _counted_float(text: str) -> float:
+    if _digits(text) > JSON_LIMITS.max_number_digits:
+        raise ValueError("number too long")
+    return _float(text)
+
+
+def _decoder(**hooks: Callable[[str], Any]) -> json.JSONDecoder:
+    options: dict[str, Any] = {"parse_float": _float, **hooks}
+    return json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant, strict=True, **options)
+
+
+_STRICT = _decoder()
+_COUNTING = _decoder(parse_int=_counted_int, parse_float=_counted_float)
+_LENIENT = json.JSONDecoder()  # only to find where an element the strict one refuses ends
+
+
+def _utf16_length(text: str) -> int:
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _check_limits(text: str, start: int, end: int, value: Any, raw: bytes) -> None:
+    """Raise ValueError when the value parsed from ``text[start:end]`` is beyond Spark's limits.
+
+    ``raw`` is the value's UTF-8 bytes (at least one byte a character): counting on bytes is C speed.
+    """
+    if len(raw) <= JSON_LIMITS.max_number_digits:
+        return  # too short to reach any limit (depth needs 2 characters a level)
+    digits = len(raw) - len(raw.translate(None, b"0123456789"))
+    if digits > JSON_LIMITS.max_number_digits and _LONG_NUMBER.search(text, start, end):
+        _COUNTING.raw_decode(text[:end], start)
+    if raw.count(b"[") + raw.count(b"{") > JSON_LIMITS.max_depth:
+        _check_depth(value)
+    if len(raw) * 2 > JSON_LIMITS.max_name_length:  # a character is at most 2 UTF-16 units
+        _check_lengths(value)
+
+
+def _check_depth(value: Any) -> None:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > JSON_LIMITS.max_depth:
+            raise ValueError("too deep")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def _check_lengths(value: Any) -> None:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                if (
+                    len(key) * 2 > JSON_LIMITS.max_name_length
+                    and _utf16_length(key) > JSON_LIMITS.max_name_length
+                ):
+                    raise ValueError("name too long")
+                stack.append(child)
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif (
+            isinstance(node, str)
+            and len(node) * 2 > JSON_LIMITS.max_string_length
+            and _utf16_length(node) > JSON_LIMITS.max_string_length
+        ):
+            raise ValueError("string too long")
+
+
+def json_type(value: Any) -> str:
+    """The type name Spark's ``schema_of_variant`` gives a parsed JSON value (first word)."""
+    if isinstance(value, dict):
+        return "OBJECT"
+    if isinstance(value, list):
+        return "ARRAY"
+    if isinstance(value, str):
+        return "STRING"
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if value is None:
+        return "VOID"
+    if isinstance(value, int):
+        if -_LONG_MAX <= value < _LONG_MAX:
+            return "BIGINT"
+        return "DECIMAL" if len(str(abs(value))) <= rules.MAX_DECIMAL_DIGITS else "DOUBLE"
+    return "DECIMAL" if isinstance(value, _Decimal) else "DOUBLE"
+
+
+_ESCAPE = re.compile(r"\\(u[0-9a-f]{4}|.)")
+
+
+def _spark_text(text: str) -> str:
+    """A string as Spark holds it: a lone surrogate (valid in a JSON escape) becomes '?'."""
+    return text.encode("utf-8", "replace").decode("utf-8") if not text.isascii() else text
+
+
+def to_json(value: Any) -> str:
+    """JSON text of a value as Spark's ``to_json`` writes a variant (sorted keys, \\u escapes upper case).
+
+    Exact for strings, integers, booleans, null and containers of them; decimals and doubles are written
+    as Python writes them, which can differ from Java's formatting.
+    """
+    if isinstance(value, str):
+        value = _spark_text(value)
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return _ESCAPE.sub(_upper_hex, text)
+
+
+def _upper_hex(match: re.Match[str]) -> str:
+    escape = match.group(1)
+    return "\\" + ("u" + escape[1:].upper() if escape.startswith("u") else escape)
+
+
+def _head(text: str) -> str:
+    return _spark_text(text)[: rules.DETAIL_VALUE_CHARS]
+
+
+# --- the checks ---------------------------------------------------------------------------------------
+
+
+def _field(document: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = document
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _paths(fields: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((name, tuple(name.split("."))) for name in fields)
+
+
+_COMMON_PATHS = _paths(rules.COMMON_FIELDS)
+_KIND_PATHS = tuple((kind, _paths(kind.fields)) for kind in rules.KINDS)
+
+
+def _field_problem(
+    document: dict[str, Any], fields: tuple[tuple[str, tuple[str, ...]], ...]
+) -> tuple[str, str] | None:
+    for name, path in fields:
+        value = _field(document, path)
+        if value is None:
+            return MISSING_FIELD, rules.detail_missing(name)
+        if not isinstance(value, str):
+            return INVALID_FIELD_TYPE, rules.detail_wrong_type_prefix(name) + json_type(value)
+    return None
+
+
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def valid_event_time(text: str) -> bool:
+    """``EVENT_TIME_PATTERN`` matched, and a real instant (what ``try_to_timestamp`` then accepts)."""
+    match = _EVENT_TIME.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second, sign, offset_hours, offset_minutes = match.groups()
+    if not (1 <= int(month) <= 12 and 1 <= int(day) <= _days_in_month(int(year), int(month))):
+        return False
+    if int(hour) > rules.MAX_HOUR or int(minute) > rules.MAX_MINUTE or int(second) > rules.MAX_SECOND:
+        return False
+    if sign is None:
+        return True
+    extra = int(offset_minutes or 0)
+    return extra <= rules.MAX_MINUTE and int(offset_hours) * 60 + extra <= rules.MAX_OFFSET_MINUTES
+
+
+def validate_document(document: Any) -> Verdict:
+    """Checks 4 to 10 of :mod:`lineage.events.rules` on a parsed JSON value."""
+    if not isinstance(document, dict):
+        return Verdict(NOT_JSON_OBJECT, rules.DETAIL_NOT_OBJECT_PREFIX + json_type(document))
+    problem = _field_problem(document, _COMMON_PATHS)
+    if problem is not None:
+        return Verdict(*problem, document=document)
+    found = next(((k, paths) for k, paths in _KIND_PATHS if k.marker in document), None)
+    if found is None:
+        return Verdict(UNKNOWN_EVENT_KIND, rules.DETAIL_UNKNOWN_KIND, document)
+    kind, paths = found
+    problem = _field_problem(document, paths)
+    if problem is not None:
+        return Verdict(*problem, document=document, kind=kind.name)
+    event_time = document["eventTime"]
+    if not valid_event_time(event_time):
+        return Verdict(
+            INVALID_EVENT_TIME, rules.DETAIL_EVENT_TIME_PREFIX + _head(event_time), document, kind.name
+        )
+    event_type = document.get("eventType", _ABSENT)
+    if (
+        event_type is not _ABSENT
+        and event_type is not None
+        and (not isinstance(event_type, str) or event_type.upper() not in _EVENT_TYPES)
+    ):
+        detail = rules.DETAIL_EVENT_TYPE_PREFIX + _head(to_json(event_type))
+        return Verdict(UNKNOWN_EVENT_TYPE, detail, document, kind.name)
+    if kind.name == RUN_EVENT:
+        run_id = document["run"]["runId"]
+        if _UUID.fullmatch(run_id) is None:
+            return Verdict(INVALID_RUN_ID, rules.DETAIL_RUN_ID_PREFIX + _head(run_id), document, kind.name)
+    return Verdict(None, None, document, kind.name)
+
+
+_EMPTY = Verdict(EMPTY_VALUE, rules.DETAIL_EMPTY)
+_NOT_UTF8 = Verdict(NOT_UTF8, rules.DETAIL_NOT_UTF8)
+_NOT_JSON = Verdict(NOT_JSON, rules.DETAIL_NOT_JSON)
+
+
+def validate(value: bytes | None) -> Verdict:
+    """The verdict of the streaming ingestion on a Kafka message value (``None``: a null value)."""
+    if value is None or _NON_BLANK.search(value) is None:
+        return _EMPTY
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return _NOT_UTF8
+    try:
+        start = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
+        document, end = _STRICT.raw_decode(text, start)
+        raw = value if (start, end) == (0, len(text)) else text[start:end].encode("utf-8")
+        _check_limits(text, start, end, document, raw)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    return validate_document(document)
+
+
+def split_batch(body: bytes) -> list[tuple[bytes, Verdict]]:
+    """Cut a JSON array into its elements, each with its verdict as a message of its own.
+
+    An element's bytes are exactly those of the body from its first to its last character (the
+    whitespace and commas around it are not part of it), so an element sent alone and the same element
+    in a batch give the same message. An element the rules refuse as JSON (a duplicate key, NaN, a limit)
+    is still an element: ``NOT_JSON``.
+
+    Raises:
+        BatchError: the body is not valid UTF-8, or not exactly one JSON array.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BatchError("the body is not valid UTF-8") from None
+    space = _JSON_SPACE.match
+    position = space(text).end()  # type: ignore[union-attr]
+    if text[position : position + 1] != "[":
+        raise BatchError("the body is not a JSON array")
+    position = space(text, position + 1).end()  # type: ignore[union-attr]
+    elements: list[tuple[bytes, Verdict]] = []
+    ascii_only = len(text) == len(body)
+    last_char, last_byte = 0, 0  # char -> byte offset bookkeeping for non-ASCII bodies
+    if text[position : position + 1] != "]":
+        while True:
+            start = position
+            try:
+                document, end = _STRICT.raw_decode(text, start)
+                strict = True
+            except (ValueError, RecursionError):
+                try:
+                    _, end = _LENIENT.raw_decode(text, start)
+                except (ValueError, RecursionError):
+                    raise BatchError(f"element {len(elements)} is not JSON") from None
+                strict = False
+            if ascii_only:
+                raw = body[start:end]
+            else:
+                byte_start = last_byte + len(text[last_char:start].encode("utf-8"))
+                byte_end = byte_start + len(text[start:end].encode("utf-8"))
+                last_char, last_byte = end, byte_end
+                raw = body[byte_start:byte_end]
+            verdict = _NOT_JSON
+            if strict:
+                try:
+                    _check_limits(text, start, end, document, raw)
+                    verdict = validate_document(document)
+                except (ValueError, RecursionError):
+                    pass
+            elements.append((raw, verdict))
+            position = space(text, end).end()  # type: ignore[union-attr]
+            separator = text[position : position + 1]
+            position = space(text, position + 1).end()  # type: ignore[union-attr]
+            if separator == "]":
+                break
+            if separator != ",":
+                raise BatchError(f"expected ',' or ']' after element {len(elements) - 1}")
+    else:
+        position = space(text, position + 1).end()  # type: ignore[union-attr]
+    if position != len(text):
+        raise BatchError("data after the JSON array")
+    return elements

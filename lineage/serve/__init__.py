@@ -1,0 +1,1 @@
+"""The HTTP service (`lineage serve`): the intake now, the read API later."""

@@ -1,0 +1,254 @@
+"""The intake half of the service: OpenLineage events over HTTP into the Kafka topic the ingestion reads.
+
+``POST /api/v1/lineage`` takes one event, ``POST /api/v1/lineage/batch`` a JSON array of events. Every
+event the intake can delimit (the body of the first, each element of the second) goes to the topic as it
+arrived (after decompression), keyed as OpenLineage's own Kafka transport keys it, valid or not: an invalid
+one is answered 400 with its validation reason, and the lake keeps it in ``raw.rejected`` as evidence.
+The answer is sent only after Kafka acknowledged the message (``acks=all``, idempotent producer); no
+acknowledgement within ``serve.produce_timeout_seconds`` is a 503 with ``Retry-After``, never a 2xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from lineage.events.keys import kafka_key
+from lineage.events.validate import BatchError, Verdict, split_batch, validate
+from lineage.io.kafka_async import AsyncProducer, Delivered, DeliveryFailed
+from lineage.io.publish import producer_config
+from lineage.serve.auth import ApiKeys
+from lineage.serve.body import check_content_type, read_body
+from lineage.serve.errors import (
+    BATCH_HAS_INVALID_EVENTS,
+    BATCH_INCOMPLETE,
+    BATCH_TOO_LARGE,
+    INVALID_BATCH,
+    KAFKA_UNAVAILABLE,
+    PAYLOAD_TOO_LARGE,
+    UNAUTHORIZED,
+    ApiError,
+    error_payload,
+    json_response,
+)
+from lineage.serve.metrics import Metrics
+from lineage.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LINEAGE_PATH = "/api/v1/lineage"
+BATCH_PATH = "/api/v1/lineage/batch"
+# Bodies above this are validated in a worker thread, so one large batch does not stall the event loop.
+INLINE_VALIDATION_BYTES = 256 * 1024
+# librdkafka fails a message after message.timeout.ms; this is only a safety net on top of it.
+DELIVERY_GRACE_S = 5.0
+# A message is the event plus its key and record overhead: the producer's limit leaves room for them.
+PRODUCER_HEADROOM_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one event: 200 accepted, 400 invalid (stored as evidence), 413/503 not stored."""
+
+    status: int
+    code: str | None = None
+    message: str | None = None
+    delivered: Delivered | None = None
+
+    @property
+    def stored(self) -> bool:
+        return self.delivered is not None
+
+    def result(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        if self.code is not None:
+            out["code"] = self.code
+            out["message"] = self.message
+        if self.delivered is not None:
+            out["partition"] = self.delivered.partition
+            out["offset"] = self.delivered.offset
+        return out
+
+
+class Intake:
+    """Validation, keys and the Kafka producer; the handlers only read bodies and shape answers."""
+
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        serve = settings.serve
+        self.settings = settings
+        self.metrics = metrics
+        self.limit = settings.kafka.max_message_bytes
+        self.retry_after = {"Retry-After": str(serve.retry_after_seconds)}
+        config = {
+            **producer_config(settings.kafka.bootstrap_servers, self.limit + PRODUCER_HEADROOM_BYTES),
+            # Java clients' partitioner (murmur2), so a key lands where Spark's and Flink's Kafka transports
+            # put it; librdkafka's own default hashes keys differently.
+            "partitioner": "murmur2_random",
+            "linger.ms": "2",
+            "message.timeout.ms": str(int(serve.produce_timeout_seconds * 1000)),
+            **serve.producer,
+        }
+        self.producer = AsyncProducer(
+            config, settings.kafka.topic, on_error=lambda name: metrics.kafka_errors.labels(name).inc()
+        )
+
+    async def submit(self, messages: Sequence[tuple[bytes, Verdict]]) -> list[Outcome]:
+        """Produce every message, wait for Kafka's answers (bounded), and say what became of each."""
+        if not messages:
+            return []
+        pairs = [
+            (value, kafka_key(v.document, v.kind) if v.valid and v.document else None)
+            for value, v in messages
+        ]
+        deliveries = self.producer.produce(pairs)
+        wait_s = self.settings.serve.produce_timeout_seconds + DELIVERY_GRACE_S
+        done, _ = await asyncio.wait([deliveries.done], timeout=wait_s)
+        if not done:
+            log.error("no delivery report from librdkafka within %.0f s", wait_s)
+        outcomes = [
+            self._outcome(verdict, result, wait_s)
+            for (_, verdict), result in zip(messages, deliveries.results, strict=True)
+        ]
+        self.metrics.event_bytes.inc(sum(len(value) for value, _ in messages))
+        self.metrics.count_events(
+            ("accepted" if o.status == 200 else "rejected" if o.stored else "failed" for o in outcomes),
+            (o.code for o in outcomes if o.stored and o.code is not None),
+        )
+        return outcomes
+
+    def _outcome(self, verdict: Verdict, result: Delivered | DeliveryFailed | None, wait_s: float) -> Outcome:
+        if result is None:
+            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event within {wait_s:g} s")
+        if isinstance(result, DeliveryFailed):
+            self.metrics.kafka_errors.labels(result.code).inc()
+            if result.code == "MSG_SIZE_TOO_LARGE":
+                return Outcome(413, PAYLOAD_TOO_LARGE, "the event is larger than the Kafka topic accepts")
+            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event ({result.code})")
+        if verdict.valid:
+            return Outcome(200, delivered=result)
+        return Outcome(400, verdict.reason, verdict.detail, result)
+
+    async def read(self, request: web.Request) -> bytes:
+        """Check the key and the content type, then read the body (:func:`read_body`)."""
+        if not request.app[KEYS].allows(request.headers.get("Authorization")):
+            raise ApiError(
+                401,
+                UNAUTHORIZED,
+                "a valid API key is required",
+                headers={"WWW-Authenticate": "Bearer"},
+                close=True,
+            )
+        check_content_type(request)
+        body, received = await read_body(
+            request, limit=self.limit, timeout_s=self.settings.serve.body_timeout_seconds
+        )
+        self.metrics.received_bytes.inc(received)
+        return body
+
+
+INTAKE = web.AppKey("intake", Intake)
+KEYS = web.AppKey("api_keys", ApiKeys)
+
+
+async def post_event(request: web.Request) -> web.Response:
+    intake = request.app[INTAKE]
+    body = await intake.read(request)
+    verdict = (
+        await asyncio.to_thread(validate, body) if len(body) > INLINE_VALIDATION_BYTES else validate(body)
+    )
+    [outcome] = await intake.submit([(body, verdict)])
+    if outcome.status == 200:
+        assert outcome.delivered is not None
+        return json_response(
+            200,
+            {
+                "status": "accepted",
+                "partition": outcome.delivered.partition,
+                "offset": outcome.delivered.offset,
+            },
+        )
+    extra = {
+        "stored": outcome.stored,
+        **({"partition": d.partition, "offset": d.offset} if (d := outcome.delivered) else {}),
+    }
+    headers = intake.retry_after if outcome.status == 503 else None
+    return json_response(
+        outcome.status, error_payload(outcome.code or "", outcome.message or "", **extra), headers
+    )
+
+
+async def post_batch(request: web.Request) -> web.Response:
+    intake = request.app[INTAKE]
+    body = await intake.read(request)
+    try:
+        if len(body) > INLINE_VALIDATION_BYTES:
+            elements = await asyncio.to_thread(split_batch, body)
+        else:
+            elements = split_batch(body)
+    except BatchError as exc:
+        raise ApiError(
+            400, INVALID_BATCH, f"the batch body must be one JSON array of events: {exc}"
+        ) from None
+    limit = intake.settings.serve.max_batch_events
+    if len(elements) > limit:
+        raise ApiError(413, BATCH_TOO_LARGE, f"a batch holds at most {limit} events, got {len(elements)}")
+    outcomes = await intake.submit(elements)
+    return batch_response(outcomes, intake.retry_after)
+
+
+def batch_response(outcomes: list[Outcome], retry_after: dict[str, str]) -> web.Response:
+    """200 all accepted; 207 all stored, some invalid; 400 all invalid; 503 (413) some not stored."""
+    accepted = sum(o.status == 200 for o in outcomes)
+    stored = sum(o.stored for o in outcomes)
+    payload: dict[str, Any] = {
+        "accepted": accepted,
+        "rejected": stored - accepted,
+        "failed": len(outcomes) - stored,
+        "results": [o.result() for o in outcomes],
+    }
+    headers = None
+    if stored < len(outcomes):
+        retryable = any(o.status == 503 for o in outcomes)
+        status = 503 if retryable else 413
+        headers = retry_after if retryable else None
+        payload.update(
+            error_payload(
+                BATCH_INCOMPLETE,
+                f"{len(outcomes) - stored} of {len(outcomes)} events were not stored; results say which",
+            )
+        )
+    elif accepted == len(outcomes):
+        status = 200
+    elif accepted == 0:
+        status = 400
+        payload.update(
+            error_payload(BATCH_HAS_INVALID_EVENTS, "no event of the batch is valid; results say why")
+        )
+    else:
+        status = 207
+    return json_response(status, payload, headers)
+
+
+async def _producer_lifespan(app: web.Application) -> AsyncIterator[None]:
+    intake = app[INTAKE]
+    await intake.producer.start()
+    yield
+    left = await intake.producer.close(timeout_s=intake.settings.serve.produce_timeout_seconds)
+    if left:
+        log.warning("%d messages were still undelivered at shutdown", left)
+
+
+def setup(app: web.Application, settings: Settings, metrics: Metrics, keys: ApiKeys) -> Intake:
+    """Add the intake's routes and its producer (owned by the app's lifespan) to ``app``."""
+    intake = Intake(settings, metrics)
+    app[INTAKE] = intake
+    app[KEYS] = keys
+    app.cleanup_ctx.append(_producer_lifespan)
+    app.router.add_post(LINEAGE_PATH, post_event, name="lineage")
+    app.router.add_post(BATCH_PATH, post_batch, name="batch")
+    return intake
