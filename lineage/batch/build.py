@@ -91,6 +91,18 @@ ROW_KEYS = {
     "column_paths": columns.PATH_KEY,
 }
 
+# The mention columns the datasets and dataset_schemas transforms read.
+SCHEMA_COLUMNS = (
+    "namespace",
+    "name",
+    "event_time",
+    "event_hash",
+    "run_id",
+    "job_namespace",
+    "job_name",
+    "schema_fields",
+)
+
 RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
 FULL_RANGE_START = -1  # RANGE of rows extracted from the whole raw table
 # build_state modes besides the finished ones (full, re-extract, incremental):
@@ -374,8 +386,14 @@ class _Build:
         names = scoped_aliases.select(
             F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name")
         ).distinct()
-        scoped = mentions.join(names, ["namespace", "name"], "left_semi").persist(
-            StorageLevel.MEMORY_AND_DISK
+        # Kept for two tables, so only the columns they read: the column-lineage entries are most of a
+        # mention's bytes. No dataset to recompute (the usual case): no scan of the mentions at all.
+        scoped = (
+            mentions.select(*SCHEMA_COLUMNS)
+            .join(names, ["namespace", "name"], "left_semi")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+            if not recompute.isEmpty()
+            else new_mentions.select(*SCHEMA_COLUMNS).limit(0)
         )
         folded_new = new_mentions.join(
             aliases.join(folding, "dataset_id", "left_semi")
