@@ -91,7 +91,7 @@ demo: publish-demo ## The whole demo: Kafka, publish, ingest, build, report, our
 	echo "open $(CURDIR)/$(DEMO_GRAPH) in a browser (works offline)"
 
 test: setup $(TEST_PREREQS) ## Run the whole test suite (unit + integration with a real broker, Spark, Iceberg)
-	@$(PY) -m pytest; rc=$$?; \
+	@$(PY) -m pytest --durations=40; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing loudly" >&2; exit 1; fi; exit $$rc
 
 test-unit: setup ## Only the fast unit tests

@@ -49,6 +49,16 @@ def main(argv: list[str] | None = None) -> int:
         help="start from a copy of this tier's lake kept from its work folder (var/bench/work/<tier>/"
         "lake after --keep): Iceberg metadata holds absolute paths, so the copy goes back to the same place",
     )
+    run.add_argument(
+        "--stack",
+        choices=["local", "cluster"],
+        default="local",
+        help="local: the embedded default; cluster: ingest and build on a local Spark standalone cluster "
+        "with an Iceberg REST catalog and S3Proxy (results under <results>/cluster/)",
+    )
+    run.add_argument("--workers", type=int, default=2, help="--stack cluster: Spark workers")
+    run.add_argument("--worker-cores", type=int, default=1, help="--stack cluster: cores per worker")
+    run.add_argument("--worker-memory", default="2g", help="--stack cluster: memory per worker")
     run.add_argument("--work", type=Path, default=Path("var/bench/work"))
     run.add_argument("--results", type=Path, default=Path("var/bench/results"))
 
@@ -71,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown stages: {', '.join(sorted(unknown))}")
         if args.repeat < 1:
             parser.error("--repeat must be at least 1")
+        if args.stack == "cluster" and args.seed_lake is not None:
+            parser.error("--seed-lake is for the local stack (a cluster lake lives in its stack)")
         if args.seed_lake is not None:
             if len(args.tier or ["S"]) != 1 or "ingest" in stages:
                 parser.error("--seed-lake takes one --tier and --stages without ingest")
@@ -91,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             label=args.label,
             keep=args.keep,
             seed_lake=args.seed_lake.resolve() if args.seed_lake else None,
+            stack=args.stack,
+            workers=args.workers,
+            worker_cores=args.worker_cores,
+            worker_memory=args.worker_memory,
             command=shlex.join(["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])]),
         )
         for path in run_benchmarks(config):

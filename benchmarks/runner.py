@@ -57,8 +57,18 @@ from typing import Any
 from benchmarks import measure
 from benchmarks.freshness import measure_freshness
 from benchmarks.queries import QueryContext, run_queries
+from benchmarks.read_api import run_read_api
 from benchmarks.rentgen import side_by_side
-from benchmarks.tier import PARTITIONS, RESULTS_SCHEMA, BenchConfig, Lake, StageError, TierContext, utc_now
+from benchmarks.tier import (
+    CLUSTER_STAGES,
+    PARTITIONS,
+    RESULTS_SCHEMA,
+    BenchConfig,
+    Lake,
+    StageError,
+    TierContext,
+    utc_now,
+)
 from benchmarks.workload import (
     DELTA_PARTS,
     HISTORY_EVENTS,
@@ -68,8 +78,10 @@ from benchmarks.workload import (
     produce,
     read_spool,
 )
+from lineage.cluster.stack import LocalStack, deep_merge
+from lineage.cluster.submit import submit_jars
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
-from lineage.settings import parse_trigger
+from lineage.settings import LocalClusterSettings, load_settings, parse_trigger
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +98,8 @@ class TierRun(TierContext):
     """Everything of one tier's benchmark run: the stages in order, results kept from earlier runs."""
 
     previous_stages: dict[str, Any] = field(default_factory=dict)
+    stack: LocalStack | None = None
+    cluster_settings: dict[str, Any] | None = None
 
     def _previous_stages(self) -> dict[str, Any]:
         """Stage results of the last run of this tier with the same seed (kept for stages not run now)."""
@@ -102,7 +116,13 @@ class TierRun(TierContext):
             result.setdefault("measured_in_run_repeat", previous.get("repeat"))
         return {k: v for k, v in stages.items() if v.get("status") == "ok"}
 
+    def lake(self, root: Path) -> Lake:
+        return Lake(root, self.cluster_settings)
+
     def stage_result(self, name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        if self.stack is not None and name not in CLUSTER_STAGES:
+            self.results["stages"][name] = {"status": "not run", "reason": "measured on the local stack only"}
+            return
         if name not in self.config.stages:
             kept = self.previous_stages.get(name)
             self.results["stages"][name] = kept or {"status": "not run", "reason": "not in --stages"}
@@ -150,6 +170,8 @@ class TierRun(TierContext):
         }
         self.save()
         try:
+            if self.config.stack == "cluster":
+                self.start_stack()
             broker = LocalKafka(
                 data_dir=self.work / "kafka",
                 jars_dir=self.settings.local_kafka.jars_dir,
@@ -163,7 +185,7 @@ class TierRun(TierContext):
                 broker.start()
                 self.results["workload"] = self.load(broker)
                 self.save()
-                lake = Lake(self.work / "lake")
+                lake = self.lake(self.work / "lake")
                 if self.config.seed_lake is not None:
                     # A lake this tier's ingestion landed earlier (raw tables + checkpoint), e.g. kept with
                     # --keep: the build and query stages run on it without ingesting again.
@@ -180,6 +202,8 @@ class TierRun(TierContext):
             self.stage_result("queries", lambda: self.queries_stage(broker, lake))
             self.stage_result("rentgen", self.rentgen_stage)
         finally:
+            if self.stack is not None:
+                self.stack.stop()
             self.save()
             self._copy_to_history()
             if not self.config.keep:
@@ -188,6 +212,59 @@ class TierRun(TierContext):
                 for spool in self.work.glob("*.spool"):
                     spool.unlink()
         return self.results
+
+    def start_stack(self) -> None:
+        """A local scale-out stack in the work folder on free ports; the jobs' settings for it.
+
+        The stage processes stay ``python -m benchmarks.stage``: their SparkSession connects to the
+        standalone master in client mode (what spark-submit's client mode does too), with the jars of
+        ``[spark] submit_jars`` as ``spark.jars``; the object store's keys reach them as AWS_* variables.
+        """
+        import tomllib
+
+        ports = [free_port() for _ in range(5)]
+        local = LocalClusterSettings(
+            data_dir=self.work / "stack",
+            jars_dir=self.settings.local_cluster.jars_dir,
+            workers=self.config.workers,
+            worker_cores=self.config.worker_cores,
+            worker_memory=self.config.worker_memory,
+            master_port=ports[0],
+            master_ui_port=ports[1],
+            history_port=ports[2],
+            s3_port=ports[3],
+            catalog_port=ports[4],
+            worker_ui_port=free_port(),  # and the next ones: a clash fails the start loudly
+        )
+        self.stack = LocalStack(local)
+        self.stack.start()
+        os.environ.update(self.stack.credentials().env())  # inherited by every stage process
+        base = tomllib.loads((Path(__file__).resolve().parent.parent / "conf" / "cluster.toml").read_text())
+        settings = deep_merge(
+            {k: base[k] for k in ("catalog", "spark", "ingest")}, self.stack.client_settings()
+        )
+        jars = submit_jars(load_settings(spark=settings["spark"]))
+        settings["spark"]["conf"]["spark.jars"] = ",".join(jars)
+        settings["spark"]["jars_dir"] = ""
+        # One executor per worker, as large as the worker (the tiers' data is larger than the demo's).
+        settings["spark"]["conf"]["spark.executor.memory"] = self.config.worker_memory
+        settings["spark"]["conf"]["spark.executor.cores"] = str(self.config.worker_cores)
+        settings["spark"]["driver_memory"] = "2g"
+        settings["spark"]["shuffle_partitions"] = 2 * self.config.workers * self.config.worker_cores
+        self.cluster_settings = settings
+        self.results["settings"].update(
+            spark_master=self.stack.master_url,
+            driver_memory=settings["spark"]["driver_memory"],
+            shuffle_partitions=settings["spark"]["shuffle_partitions"],
+            stack={
+                "workers": local.workers,
+                "worker_cores": local.worker_cores,
+                "worker_memory": local.worker_memory,
+                "catalog": "Iceberg REST catalog server (JdbcCatalog on SQLite)",
+                "object_store": "S3Proxy",
+            },
+        )
+        self.save()
 
     def _copy_to_history(self) -> None:
         history = self.results_file.parent / "history"
@@ -233,7 +310,7 @@ class TierRun(TierContext):
 
         def noop_sink_run(stage: str, i: int) -> dict[str, Any]:
             """The read-only or parse-only bound: the topic into the ``noop`` sink, a scratch checkpoint."""
-            scratch = Lake(self.work / f"{stage}-{i}")
+            scratch = self.lake(self.work / f"{stage}-{i}")
             overrides = scratch.overrides(broker.bootstrap_servers, self.topic)
             run = self.spark_stage(stage, f"{stage}-{i}", overrides, "--checkpoint", str(scratch.checkpoint))
             shutil.rmtree(scratch.root, ignore_errors=True)
@@ -242,7 +319,7 @@ class TierRun(TierContext):
         for i in range(1, self.config.repeat + 1):
             read_runs.append(noop_sink_run("read", i))
             parse_runs.append(noop_sink_run("parse", i))
-            target = lake if i == self.config.repeat else Lake(self.work / f"ingest-{i}")
+            target = lake if i == self.config.repeat else self.lake(self.work / f"ingest-{i}")
             ingest_runs.append(
                 self.spark_stage(
                     "ingest", f"ingest-{i}", target.overrides(broker.bootstrap_servers, self.topic)
@@ -285,7 +362,7 @@ class TierRun(TierContext):
 
     # -- build ----------------------------------------------------------------------------------------
     def build_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
-        if not (lake.root / "catalog.db").exists():
+        if not lake.on_cluster and not (lake.root / "catalog.db").exists():
             raise StageError("no ingested lake: the build stage needs the ingest stage")
         overrides = lake.overrides(broker.bootstrap_servers, self.topic)
         now = ["--now", self.reference_now]
@@ -353,10 +430,12 @@ class TierRun(TierContext):
         shutil.rmtree(before, ignore_errors=True)
         copy_s = 0.0
         runs = []
+        # A cluster lake lives in the stack's catalog and bucket: no copy to restore, one run.
+        repeat = 1 if lake.on_cluster else self.config.repeat
         try:
-            for i in range(1, self.config.repeat + 1):
+            for i in range(1, repeat + 1):
                 started = time.monotonic()
-                if i == 1 and self.config.repeat > 1:
+                if i == 1 and repeat > 1:
                     shutil.copytree(lake.root, before)
                 elif i > 1:
                     shutil.rmtree(lake.root)
@@ -370,7 +449,7 @@ class TierRun(TierContext):
             "messages": HISTORY_EVENTS,
             "produced": produced,
             "same_on_every_tier": HISTORY_SAME,
-            "lake_restored_between_runs": self.config.repeat > 1,
+            "lake_restored_between_runs": repeat > 1,
             "lake_copy_s": round(copy_s, 1),
         }
 
@@ -408,7 +487,10 @@ class TierRun(TierContext):
             python=self.python,
             runs=self.config.query_runs,
         )
-        return run_queries(ctx)
+        result = run_queries(ctx)
+        # The same questions asked of the read API (warm, one keep-alive connection): issue 20.
+        result["read_api"] = self.part("read API", lambda: run_read_api(ctx))
+        return result
 
     # -- freshness ------------------------------------------------------------------------------------
     def freshness_stage(self, broker: LocalKafka) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,11 +20,15 @@ from typing import Any
 from benchmarks import measure
 from benchmarks import stage as stage_process
 from benchmarks.workload import BASE_TIME, TIERS, WINDOW, Workload
+from lineage.cluster.stack import deep_merge
 from lineage.settings import load_settings
 
 log = logging.getLogger(__name__)
 
 ALL_STAGES = ("ingest", "build", "queries", "freshness", "rentgen")
+# What runs on --stack cluster: the Spark jobs. The CLI queries, the freshness probe and Data.Rentgen are
+# measured on the local stack only.
+CLUSTER_STAGES = ("ingest", "build")
 RESULTS_SCHEMA = 1
 PARTITIONS = 4  # as Data.Rentgen's documented set-up (4 partitions, 4 workers) and our default broker
 
@@ -50,19 +55,46 @@ class BenchConfig:
     seed_lake: Path | None = None  # start from a copy of this lake (raw tables + checkpoint of this tier)
     command: str = ""
     stage_timeout_s: float = 4 * 3600.0
+    # "local": the embedded default (local[*], SQLite catalog, local warehouse). "cluster": a local stack
+    # of lineage.cluster.stack in the work folder (Spark standalone with `workers` workers of
+    # `worker_cores` cores and `worker_memory` each, Iceberg REST catalog server, S3Proxy), results apart.
+    stack: str = "local"
+    workers: int = 2
+    worker_cores: int = 1
+    worker_memory: str = "2g"
 
 
 @dataclass
 class Lake:
-    """One catalog + checkpoint in the work folder."""
+    """One catalog + checkpoint in the work folder, or, on a cluster stack (``cluster`` holds its
+    settings), namespaces of their own in the stack's REST catalog and a checkpoint in its bucket."""
 
     root: Path
+    cluster: dict[str, Any] | None = None
 
     @property
     def checkpoint(self) -> Path:
         return self.root / "checkpoint"
 
+    @property
+    def on_cluster(self) -> bool:
+        return self.cluster is not None
+
     def overrides(self, bootstrap: str, topic: str) -> dict[str, Any]:
+        if self.cluster is not None:
+            name = re.sub(r"\W", "_", self.root.name)
+            bucket = self.cluster["local_cluster"]["bucket"]
+            return deep_merge(
+                self.cluster,
+                {
+                    "catalog": {"raw_namespace": f"{name}_raw", "lineage_namespace": f"{name}_lineage"},
+                    "kafka": {"bootstrap_servers": bootstrap, "topic": topic},
+                    "ingest": {
+                        "checkpoint": f"s3a://{bucket}/bench/{self.root.parent.name}/{name}/checkpoint"
+                    },
+                    "openlineage": {"enabled": False},
+                },
+            )
         return {
             "catalog": {
                 "sqlite_path": str(self.root / "catalog.db"),
@@ -110,7 +142,8 @@ class TierContext:
 
     def __post_init__(self) -> None:
         self.tier = TIERS[self.tier_name]
-        self.work = self.config.work_root.resolve() / self.tier_name
+        suffix = "-cluster" if self.config.stack == "cluster" else ""
+        self.work = self.config.work_root.resolve() / f"{self.tier_name}{suffix}"
         self.logs = self.work / "logs"
         self.workload = Workload(self.tier, self.config.seed)
         self.settings = load_settings()
@@ -122,7 +155,9 @@ class TierContext:
     # -- results --------------------------------------------------------------------------------------
     @property
     def results_file(self) -> Path:
-        return self.config.results_dir.resolve() / f"{self.tier_name}.json"
+        # Cluster results apart (results/cluster/<tier>.json): the report reads the local ones.
+        folder = self.config.results_dir.resolve()
+        return (folder / "cluster" if self.config.stack == "cluster" else folder) / f"{self.tier_name}.json"
 
     def save(self) -> None:
         self.results["finished_at"] = utc_now()

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
+from lineage.io.preflight import ConfigError, check_settings
 from lineage.settings import load_settings
 from lineage.spark import build_session
 
@@ -44,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
     settings = load_settings()
+    try:
+        check_settings(settings, checkpoint=False)
+    except ConfigError as exc:
+        print(f"build_lineage: {exc}", file=sys.stderr)
+        return 2
     spark = build_session(settings, "build-lineage")
     try:
         result = observed_build(

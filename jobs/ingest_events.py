@@ -11,6 +11,7 @@ import logging
 import sys
 
 from lineage.instrument import observed_ingest
+from lineage.io.preflight import ConfigError, check_settings
 from lineage.settings import load_settings
 from lineage.spark import build_session
 
@@ -29,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     overrides = {"kafka": {"topic": args.topic}} if args.topic else {}
     settings = load_settings(**overrides)
+    try:
+        check_settings(settings, checkpoint=True)
+    except ConfigError as exc:
+        print(f"ingest_events: {exc}", file=sys.stderr)
+        return 2
     spark = build_session(settings, "ingest-events")
     progress = observed_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
     logging.getLogger("ingest_events").info(

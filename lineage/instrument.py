@@ -155,7 +155,7 @@ def observed_ingest(
     catalog = settings.catalog
     kafka = settings.kafka
     with tracked_run(
-        settings.openlineage,
+        settings.own_lineage(),
         "ingest_events",
         processing_type="STREAMING",
         description=f"Kafka topic {kafka.topic} -> {catalog.events_table} / {catalog.rejected_table}",
@@ -197,7 +197,7 @@ def observed_build(
     """:func:`build_lineage`, reported as a BATCH run of job ``build_lineage``."""
     catalog = settings.catalog
     with tracked_run(
-        settings.openlineage,
+        settings.own_lineage(),
         "build_lineage",
         processing_type="BATCH",
         description=f"{catalog.events_table} -> {catalog.name}.{catalog.lineage_namespace}.*",

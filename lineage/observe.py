@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import attr
+import yaml
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
@@ -44,6 +45,7 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.uuid import generate_new_uuid
 
+from lineage.events.redact import redact_text, without_credentials
 from lineage.settings import CatalogSettings, OpenLineageSettings
 
 log = logging.getLogger(__name__)
@@ -62,20 +64,41 @@ class EmitError(RuntimeError):
 
 
 # -- transport -------------------------------------------------------------------------------------------
-def use_default_config(settings: OpenLineageSettings) -> None:
-    """Point the client at our ``openlineage.yml`` unless the user configured the client some other way."""
+def use_default_config(settings: OpenLineageSettings) -> bool:
+    """Point the client at our ``openlineage.yml`` unless the user configured the client some other way;
+    True when ours is used."""
     if any(os.environ.get(name) for name in _CLIENT_CONFIG_SOURCES):
-        return
+        return os.environ.get("OPENLINEAGE_CONFIG") == str(settings.config)
     if any(key.startswith(OpenLineageClient.DYNAMIC_ENV_VARS_PREFIX) for key in os.environ):
-        return
+        return False
     if Path("openlineage.yml").is_file() or Path("~/.openlineage/openlineage.yml").expanduser().is_file():
-        return
+        return False
     if settings.config is not None and settings.config.is_file():
         os.environ["OPENLINEAGE_CONFIG"] = str(settings.config)
+        return True
+    return False
+
+
+def default_transport_overrides(settings: OpenLineageSettings) -> dict[str, Any]:
+    """What our default file's Kafka transport takes from [kafka]: the address and topic we ingest from
+    (the file's own 127.0.0.1:9092 is only the local broker's default)."""
+    if settings.kafka_target is None or settings.config is None:
+        return {}
+    with settings.config.open() as f:
+        transport = (yaml.safe_load(f) or {}).get("transport") or {}
+    if transport.get("type") != "kafka":
+        return {}
+    bootstrap_servers, topic = settings.kafka_target
+    security = settings.kafka_security.librdkafka() if settings.kafka_security else {}
+    return {"transport": {"topic": topic, "config": {"bootstrap.servers": bootstrap_servers, **security}}}
 
 
 def new_client(settings: OpenLineageSettings) -> OpenLineageClient:
-    use_default_config(settings)
+    if use_default_config(settings):
+        # openlineage-python merges a constructor config over the file's (file < constructor).
+        overrides = default_transport_overrides(settings)
+        if overrides:
+            return OpenLineageClient(config=overrides)
     return OpenLineageClient()
 
 
@@ -176,7 +199,8 @@ def location_name(location: str) -> tuple[str, str]:
 
 def catalog_namespace(catalog: CatalogSettings) -> str:
     """The namespace of the catalog-table symlink: the catalog's address (hive:// for a Hive metastore)."""
-    uri = catalog.spark_properties().get("uri", "")
+    # Never the credentials a catalog URI may hold (user:password@, ?password=): events are published.
+    uri = without_credentials(catalog.spark_properties().get("uri", ""))
     if uri.startswith("thrift://"):
         return "hive://" + uri.removeprefix("thrift://").split(",")[0]
     return uri or f"iceberg://{catalog.name}"
@@ -442,10 +466,11 @@ class TrackedRun:
         self.emitter.emit(self.event(state, inputs, outputs))
 
     def fail(self, exc: BaseException, inputs: Sequence[InputDataset] = ()) -> None:
+        # An error text can quote a connection string: the same rules as the ingestion's, before sending.
         error = error_message_run.ErrorMessageRunFacet(
-            message=f"{type(exc).__name__}: {exc}",
+            message=redact_text(f"{type(exc).__name__}: {exc}")[0],
             programmingLanguage="PYTHON",
-            stackTrace="".join(traceback.format_exception(exc)),
+            stackTrace=redact_text("".join(traceback.format_exception(exc)))[0],
         )
         self.emitter.emit(self.event(RunState.FAIL, inputs, (), {"errorMessage": error}))
 

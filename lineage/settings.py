@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,12 +21,102 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from lineage.events.redact import Redactor, build_redactor
+
 DEFAULT_CONFIG_FILE = Path("conf/lineage.toml")
 MIB = 1024 * 1024
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class KafkaSecuritySettings(_Section):
+    """How every Kafka client of ours authenticates: the ingestion's consumer, topic creation, the demo
+    publisher, our own OpenLineage events, close-run and the HTTP intake's producer.
+
+    The password comes from the environment (``LINEAGE__KAFKA__SECURITY__PASSWORD``) or from
+    ``password_file``; it is a secret value, never printed or logged, and has no place in conf/.
+    """
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = "SCRAM-SHA-512"
+    username: str | None = None
+    password: SecretStr | None = None
+    password_file: Path | None = None
+    # PEM file of the CA that signed the brokers' certificates (librdkafka), and the same as a PKCS12
+    # truststore for the JVM clients (Spark's Kafka source); unset: the system's trust store.
+    ca_file: Path | None = None
+    truststore_file: Path | None = None
+    truststore_password: SecretStr | None = None
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def ssl(self) -> bool:
+        return self.protocol.endswith("SSL")
+
+    def secret(self) -> str:
+        """The SASL password (from the environment or the file).
+
+        Raises:
+            ValueError: SASL is configured without a username or password.
+        """
+        if self.password is not None:
+            return self.password.get_secret_value()
+        if self.password_file is not None:
+            return self.password_file.read_text().strip()
+        raise ValueError(
+            "kafka.security uses SASL but has no password: set LINEAGE__KAFKA__SECURITY__PASSWORD "
+            "or kafka.security.password_file"
+        )
+
+    def librdkafka(self) -> dict[str, str]:
+        """Properties for confluent-kafka / librdkafka clients (and openlineage-python's Kafka transport)."""
+        if self.protocol == "PLAINTEXT":
+            return {}
+        props = {"security.protocol": self.protocol.lower()}
+        if self.sasl:
+            props |= {
+                "sasl.mechanism": self.sasl_mechanism,
+                "sasl.username": self.username or "",
+                "sasl.password": self.secret(),
+            }
+        if self.ssl and self.ca_file is not None:
+            props["ssl.ca.location"] = str(self.ca_file)
+        return props
+
+    def java(self) -> dict[str, str]:
+        """Properties for Java Kafka clients (Spark's Kafka source gets them as ``kafka.<key>``)."""
+        if self.protocol == "PLAINTEXT":
+            return {}
+        props: dict[str, str] = {"security.protocol": self.protocol}
+        if self.sasl:
+            module = {
+                "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+            }.get(self.sasl_mechanism, "org.apache.kafka.common.security.scram.ScramLoginModule")
+            user = (self.username or "").replace("\\", "\\\\").replace('"', '\\"')
+            secret = self.secret().replace("\\", "\\\\").replace('"', '\\"')
+            props |= {
+                "sasl.mechanism": self.sasl_mechanism,
+                "sasl.jaas.config": f'{module} required username="{user}" password="{secret}";',
+            }
+        if self.ssl and self.truststore_file is not None:
+            props |= {
+                "ssl.truststore.location": str(self.truststore_file),
+                "ssl.truststore.type": "PKCS12",
+            }
+            if self.truststore_password is not None:
+                props["ssl.truststore.password"] = self.truststore_password.get_secret_value()
+        return props
+
+    @model_validator(mode="after")
+    def _sasl_user(self) -> KafkaSecuritySettings:
+        if self.sasl and not self.username:
+            raise ValueError("kafka.security.protocol SASL_* needs kafka.security.username")
+        return self
 
 
 class KafkaSettings(_Section):
@@ -37,8 +127,10 @@ class KafkaSettings(_Section):
     # OpenLineage Spark events reach tens of MB; the limit is applied to the consumer here and to the
     # broker/topic/producer by the local broker and the demo publisher.
     max_message_bytes: int = Field(default=32 * MIB, ge=16 * MIB)
-    # Extra consumer properties passed to Spark's Kafka source as ``kafka.<key>`` (security, SASL, ...).
+    # Extra consumer properties passed to Spark's Kafka source as ``kafka.<key>``, applied last.
     consumer: dict[str, str] = Field(default_factory=dict)
+    # Authentication and encryption of every Kafka client of ours.
+    security: KafkaSecuritySettings = Field(default_factory=KafkaSecuritySettings)
 
 
 class CatalogSettings(_Section):
@@ -101,6 +193,9 @@ class SparkSettings(_Section):
     app_name_prefix: str = "lineage"
     shuffle_partitions: int = 8
     driver_memory: str = "4g"
+    # In local mode the driver's RPC and block-manager ports (and the UI) listen on loopback only, not on
+    # the machine's external interface; set to false to reach a local-mode driver from elsewhere.
+    local_loopback: bool = True
     # Extra Spark properties (highest precedence), e.g. {"spark.executor.memory" = "4g"}.
     conf: dict[str, str] = Field(default_factory=dict)
     # Folder of jars fetched by `make jars` (conf/maven/pom.xml). On a cluster, ship them with --jars
@@ -108,10 +203,19 @@ class SparkSettings(_Section):
     jars_dir: str = ".jars/spark"
     # Generic Spark tuning in spark-defaults.conf format; applied first, when the file exists.
     defaults_file: Path = Path("conf/spark-defaults.conf")
+    # What `python -m lineage.cluster submit` ships with spark-submit --jars: folders (their jars that
+    # PySpark does not ship itself) or jar files. Relative paths are against the current directory.
+    submit_jars: list[str] = Field(default_factory=lambda: [".jars/spark"])
+    # Names of environment variables of the driver handed to the executors (spark.executorEnv.<NAME>),
+    # e.g. the AWS_* credentials the object store clients of the executors read. Only names are
+    # configured; the values stay in the environment (Spark redacts secret-looking ones in its UI/logs).
+    executor_env: list[str] = Field(default_factory=list)
 
 
 class IngestSettings(_Section):
-    checkpoint: Path = Path("var/checkpoints/ingest")
+    # A local folder, or a Hadoop file system URI (s3a://bucket/prefix, abfss://..., gs://...): Structured
+    # Streaming writes its checkpoint through Hadoop's FileSystem, so no Iceberg FileIO applies here.
+    checkpoint: str = "var/checkpoints/ingest"
     # "availableNow": land what is in the topic and stop; otherwise a processing-time interval.
     trigger: str = "10 seconds"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
@@ -146,6 +250,33 @@ class LocalKafkaSettings(_Section):
     controller_port: int = 9093
     partitions: int = 4
     heap: str = "512m"
+    # SASL_SSL with SCRAM-SHA-512 and no automatic topic creation; the one client user is
+    # kafka.security's username and password (set kafka.security.protocol = "SASL_SSL" to match).
+    sasl_ssl: bool = False
+
+
+class LocalClusterSettings(_Section):
+    """The local scale-out stack of `make cluster-start` (lineage.cluster.stack): an S3-API server (S3Proxy),
+    Iceberg's REST catalog server, a Spark standalone master with workers and a history server.
+
+    Only that stack reads this section; jobs and the CLI find the cluster through [spark] and [catalog].
+    """
+
+    data_dir: Path = Path("var/cluster")
+    jars_dir: Path = Path(
+        ".jars-cluster"
+    )  # profiles cluster-spark, s3proxy, iceberg-rest of conf/maven/pom.xml
+    workers: int = Field(default=2, ge=1)
+    worker_cores: int = Field(default=1, ge=1)
+    worker_memory: str = "1g"
+    master_port: int = 7177
+    master_ui_port: int = 8180
+    worker_ui_port: int = 8191  # first worker's UI; the others count up from it
+    history_port: int = 18180
+    s3_port: int = 9400
+    catalog_port: int = 8281
+    bucket: str = "lake"
+    region: str = "us-east-1"
 
 
 class OpenLineageSettings(_Section):
@@ -158,14 +289,47 @@ class OpenLineageSettings(_Section):
     config: Path | None = Path("conf/openlineage.yml")
     running_interval_seconds: float = Field(default=60, gt=0)  # RUNNING events of the streaming ingestion
     emit_timeout_seconds: float = Field(default=10, gt=0)  # longest wait for the transport at job end
+    # Filled by Settings.own_lineage() from [kafka], not set in the file: when our default `config` file is
+    # used, its Kafka transport sends to these bootstrap servers and this topic (the ones we ingest from).
+    kafka_target: tuple[str, str] | None = None
+    kafka_security: KafkaSecuritySettings | None = None
+
+
+class RedactSettings(_Section):
+    """Secrets replaced by a marker before anything is stored (lineage.events.redact)."""
+
+    enabled: bool = True  # the ingestion redacts every message before it lands
+    # The HTTP intake redacts before producing to Kafka, so secrets sent over HTTP never reach the topic.
+    intake: bool = True
+    # More secrets as regular expressions (syntax common to Java and Python, no named groups): the whole
+    # match is redacted, or, with one capturing group, what follows the group.
+    extra_patterns: list[str] = Field(default_factory=list)
+    # Values that are never redacted (whole value), e.g. placeholders such as "\\$\\{env:[A-Z_]+\\}".
+    allow_values: list[str] = Field(default_factory=list)
+    # Property/parameter names that are not secrets although they contain a secret word (whole name).
+    allow_keys: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _compiles(self) -> RedactSettings:
+        self.redactor()
+        return self
+
+    def redactor(self) -> Redactor | None:
+        """The compiled rules, or None when redaction is off."""
+        if not self.enabled:
+            return None
+        return build_redactor(self.extra_patterns, self.allow_values, self.allow_keys)
 
 
 class ServeSettings(_Section):
-    """``lineage serve``: the HTTP intake (and, later, the read API) in one process."""
+    """``lineage serve``: the HTTP intake and the read API in one process, each half switchable."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=5000, ge=0, le=65535)
     intake: bool = True  # POST /api/v1/lineage and /api/v1/lineage/batch into kafka.topic
+    read: bool = True  # GET lineage questions answered from lake.lineage.* (docs/read-api.md)
+    # How often the read API checks for a newer finished build (answers lag a build by at most about this).
+    refresh_seconds: float = Field(default=5, gt=0)
     # API keys as SHA-256 hex digests (`lineage serve hash-key`), here and/or in a file, one per line.
     # With none, the service listens on loopback only and without authentication.
     api_key_hashes: list[str] = Field(default_factory=list)
@@ -213,8 +377,19 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
+    local_cluster: LocalClusterSettings = Field(default_factory=LocalClusterSettings)
     openlineage: OpenLineageSettings = Field(default_factory=OpenLineageSettings)
     serve: ServeSettings = Field(default_factory=ServeSettings)
+    redact: RedactSettings = Field(default_factory=RedactSettings)
+
+    def own_lineage(self) -> OpenLineageSettings:
+        """The [openlineage] settings with the Kafka target our default transport follows."""
+        return self.openlineage.model_copy(
+            update={
+                "kafka_target": (self.kafka.bootstrap_servers, self.kafka.topic),
+                "kafka_security": self.kafka.security,
+            }
+        )
 
     @field_validator("ingest")
     @classmethod
@@ -244,17 +419,29 @@ class Settings(BaseSettings):
             for key in keys:
                 if data[section][key] is not None:
                     data[section][key] = Path(data[section][key]).expanduser().resolve()
+        data["ingest"]["checkpoint"] = local_or_uri(data["ingest"]["checkpoint"])
         return Settings.model_validate(data)
 
 
 _PATH_FIELDS = {
     "catalog": ("sqlite_path", "warehouse"),
     "spark": ("defaults_file",),
-    "ingest": ("checkpoint",),
     "local_kafka": ("data_dir", "jars_dir"),
+    "local_cluster": ("data_dir", "jars_dir"),
     "openlineage": ("config",),
     "serve": ("api_keys_file", "tls_cert_file", "tls_key_file"),
 }
+
+
+def is_uri(location: str | Path) -> bool:
+    """``s3a://bucket/x`` and ``file:///x`` are URIs; ``var/x`` and ``/x`` are local paths."""
+    return "://" in str(location)
+
+
+def local_or_uri(location: str | Path) -> str:
+    """A URI unchanged, a local path made absolute (against the current directory)."""
+    text = str(location)
+    return text if is_uri(text) else str(Path(text).expanduser().resolve())
 
 
 def _config_file() -> Path | None:

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -61,7 +62,18 @@ def catalog_conf(catalog: CatalogSettings) -> dict[str, str]:
     return props
 
 
-def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
+def executor_env(names: list[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """``spark.executorEnv.<NAME>`` for the named variables set in the driver's environment.
+
+    How credentials the driver has (e.g. ``AWS_ACCESS_KEY_ID``) reach executors on other machines without
+    being written into any file. Spark redacts properties whose names look secret in its UI and event log.
+    """
+    return {f"spark.executorEnv.{name}": environ[name] for name in names if environ.get(name)}
+
+
+def spark_properties(
+    settings: Settings, app_name: str, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """Every property the session starts with, lowest precedence first."""
     props: dict[str, str] = {}
     if settings.spark.defaults_file.is_file():
@@ -71,14 +83,25 @@ def spark_properties(settings: Settings, app_name: str) -> dict[str, str]:
     props["spark.driver.memory"] = settings.spark.driver_memory
     if settings.spark.master:
         props["spark.master"] = settings.spark.master
+    env = os.environ if environ is None else environ
+    # No master and no spark-submit gateway: build_session runs local[*].
+    master = settings.spark.master or ("" if "PYSPARK_GATEWAY_PORT" in env else "local[*]")
+    if settings.spark.local_loopback and master.startswith("local"):
+        # Spark binds its driver RPC and block manager to every interface by default, unauthenticated.
+        props["spark.driver.bindAddress"] = LOOPBACK
+        props["spark.driver.host"] = LOOPBACK
     jars = extra_jars(settings.spark.jars_dir)
     if jars:
         props["spark.jars"] = ",".join(jars)
         # JDBC's DriverManager only sees drivers on the system class path (SQLite catalog).
         props["spark.driver.extraClassPath"] = ":".join(jars)
     props.update(catalog_conf(settings.catalog))
+    props.update(executor_env(settings.spark.executor_env, os.environ if environ is None else environ))
     props.update(settings.spark.conf)
     return props
+
+
+LOOPBACK = "127.0.0.1"
 
 
 def build_session(settings: Settings, app_name: str) -> SparkSession:
@@ -93,10 +116,16 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if not settings.spark.master:
             builder = builder.master("local[*]")
+        if settings.spark.local_loopback and (settings.spark.master or "local").startswith("local"):
+            # The web UI binds to SPARK_LOCAL_IP (all interfaces without it); the JVM starts after this.
+            os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     for key, value in spark_properties(settings, app_name).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    context = spark.sparkContext
+    # The application id finds the run again in the master's UI and the history server.
+    log.info("Spark application %s on %s", context.applicationId, context.master)
     return spark
 
 

@@ -14,4 +14,5 @@ pytest_plugins = [
     "tests.fixtures.lake",
     "tests.fixtures.pipeline",
     "tests.fixtures.intake",
+    "tests.fixtures.cluster",
 ]

@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from lineage.io import lake
 from lineage.settings import Settings
 from lineage.transforms import columns, model
-from lineage.transforms.extract import event_facts, extract_events
+from lineage.transforms.extract import FACT_COLUMNS, event_facts, extract_events
 from lineage.transforms.model_common import JOB_EVENT, RUN_EVENT, RUNNING
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ EXTRACTED_TABLES = ("event_facts", "dataset_mentions")
 MODEL_TABLES = (
     "jobs",
     "runs",
+    "job_dependencies",
     "alias_nodes",
     "alias_links",
     "dataset_aliases",
@@ -72,6 +73,7 @@ MODEL_TABLES = (
     "dataset_summary",
     "column_edges",
     "column_paths",
+    "column_summary",
 )
 BUILD_TABLES = EXTRACTED_TABLES + MODEL_TABLES
 PENDING_TABLE = "build_pending"
@@ -101,6 +103,7 @@ SCHEMA_COLUMNS = (
     "job_namespace",
     "job_name",
     "schema_fields",
+    "tags",
 )
 
 RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
@@ -183,6 +186,16 @@ class _Build:
             return None
         return _State(int(row["raw_snapshot_id"]), row["mode"] == FULL_PENDING)
 
+    def extracted_form_current(self) -> bool:
+        """Whether ``event_facts`` and ``dataset_mentions`` hold every column this version extracts (else a
+        re-extraction is due: an upgrade that extracts more, e.g. a new facet)."""
+        if not all(lake.table_exists(self.spark, self.t(name)) for name in EXTRACTED_TABLES):
+            return False
+        mentions = model.dataset_mentions(extract_events(self.spark.table(self.raw).limit(0))).columns
+        return set(FACT_COLUMNS) <= set(self.table("event_facts").columns) and set(mentions) <= set(
+            self.table("dataset_mentions").columns
+        )
+
     def record(self, mode: str, previous: int | None, current: int | None, new_events: int) -> None:
         row = self.spark.createDataFrame(
             [(current, previous, mode, new_events, datetime.now(UTC), self.now)],
@@ -229,6 +242,7 @@ class _Build:
         jobs = model.jobs(facts).join(model.heartbeat_gaps(facts), JOB_KEY, "left")
         self._put("jobs", jobs)
         self._put("runs", self.liveness(model.runs(facts)))
+        self._put("job_dependencies", model.job_dependencies(facts))
         mentions = self.table("dataset_mentions")
         graph = model.alias_graph(mentions, self.rules)
         edges = graph.edges.localCheckpoint()
@@ -245,7 +259,16 @@ class _Build:
         """Maintain every model table from the facts extracted for the range after ``previous``."""
         facts = self.table("event_facts")
         delta = facts.where(F.col(RANGE) == previous)
-        runs_touched = delta.where(F.col("run_id").isNotNull()).select("run_id").distinct().localCheckpoint()
+        # A touched run's parent is touched too: a parent known only from its children gets its row from them.
+        runs_touched = (
+            delta.where(F.col("run_id").isNotNull())
+            .select("run_id")
+            .unionByName(
+                delta.where(F.col("parent_run_id").isNotNull()).select(F.col("parent_run_id").alias("run_id"))
+            )
+            .distinct()
+            .localCheckpoint()
+        )
         jobs_touched = (
             delta.where(F.col("event_kind").isin(RUN_EVENT, JOB_EVENT) & F.col("job_name").isNotNull())
             .select(*JOB_KEY)
@@ -282,6 +305,8 @@ class _Build:
         )
         lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
         self.step_done("runs")
+        # Small (job pairs) and read from two narrow fact columns: rewritten whole, exact by construction.
+        self._put("job_dependencies", model.job_dependencies(facts))
         lake.merge_by_key(aliases.nodes, self.t("alias_nodes"), NODE_KEY)
         self.step_done("alias_nodes")
         lake.insert_missing(aliases.links, self.t("alias_links"), LINK_KEY)
@@ -325,7 +350,7 @@ class _Build:
         )
         labels = self._settle(initial, edges)
         old_rows = self.table("dataset_aliases").join(old_ids, "dataset_id", "left_semi")
-        known = model.alias_forms(old_rows.select(*ALIAS_KEY), self.rules)
+        known = model.alias_forms(old_rows.select(*ALIAS_KEY, "alias_kind"), self.rules)
         forms = known.unionByName(graph.forms.select(*known.columns)).distinct()
         aliases = model.resolve_aliases(model.AliasGraph(forms, initial, edges), labels).localCheckpoint()
         nodes = _node_rows(initial, labels).localCheckpoint()
@@ -483,6 +508,7 @@ class _Build:
         )
         self._put("column_edges", columns.column_edges(facets, aliases, alias_rules=self.rules), targets)
         self._put("column_paths", self._column_paths(self.table("column_edges"), path_targets), path_targets)
+        self._column_summary()
 
     def all_dataset_tables(self) -> None:
         """Every dataset-level table recomputed from all mentions."""
@@ -499,6 +525,13 @@ class _Build:
         self._summaries(runs)
         self._put("column_edges", columns.column_edges(mentions, aliases, alias_rules=self.rules))
         self._put("column_paths", self._column_paths(self.table("column_edges"), None))
+        self._column_summary()
+
+    def _column_summary(self) -> None:
+        # Rewritten whole, like the other summaries: a column's downstream reach changes with any path below.
+        self._put(
+            "column_summary", columns.column_summary(self.table("column_edges"), self.table("column_paths"))
+        )
 
     def _summaries(self, runs: DataFrame) -> None:
         # Rewritten whole in every mode. Scoped to the touched jobs and datasets (with the jobs of every
@@ -640,6 +673,9 @@ def build_lineage(
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.{catalog.lineage_namespace}")
     current = lake.current_snapshot_id(spark, build.raw)
     state = None if re_extract else build.last_state()
+    if state is not None and not build.extracted_form_current():
+        log.warning("the extracted form predates what this version extracts: parsing every raw event again")
+        state, re_extract = None, True
     previous = state.snapshot if state else None
     if current is None or (
         state is not None and previous == current and not (full_refresh or state.full_pending)

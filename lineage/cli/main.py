@@ -21,14 +21,20 @@ from lineage.cli.store import (
     BOTH,
     DATASET,
     DOWNSTREAM,
+    GRANULARITY_JOB,
+    GRANULARITY_PARENT,
     JOB,
     TERMINAL_STATES,
     UPSTREAM,
+    VIA_BOTH,
+    VIA_DATASETS,
+    VIA_DEPENDENCIES,
     WHOLE_DATASET,
     LineageStore,
     LookupError_,
     Node,
     Traversal,
+    parse_tag,
     parse_time,
 )
 
@@ -75,6 +81,28 @@ class Context:
 
 
 pass_context = click.make_pass_decorator(Context)
+via_option = click.option(
+    "--via",
+    type=click.Choice([VIA_DATASETS, VIA_DEPENDENCIES, VIA_BOTH]),
+    default=VIA_DATASETS,
+    show_default=True,
+    help="Follow data flow (datasets), job-to-job dependencies (declared, Airflow task order, parent -> "
+    "child), or both.",
+)
+granularity_option = click.option(
+    "--granularity",
+    type=click.Choice([GRANULARITY_JOB, GRANULARITY_PARENT]),
+    default=GRANULARITY_JOB,
+    show_default=True,
+    help="job: every job as reported; parent: child jobs collapsed into their parent job (a Spark "
+    "application's actions, an Airflow DAG's tasks), their edges merged.",
+)
+tag_option = click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    help="Only what carries this tag (KEY or KEY=VALUE; from the tags facets; repeatable, any matches).",
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
@@ -110,14 +138,35 @@ def _traversal_command(direction: str) -> Callable[..., None]:
     @depth_option
     @as_of_option
     @click.option("--columns", is_flag=True, help="Also follow column lineage.")
+    @via_option
+    @granularity_option
+    @tag_option
     @json_option
     @pass_context
     def command(
-        ctx: Context, node: str, depth: int, as_of: datetime | None, columns: bool, as_json: bool
+        ctx: Context,
+        node: str,
+        depth: int,
+        as_of: datetime | None,
+        columns: bool,
+        via: str,
+        granularity: str,
+        tags: Sequence[str],
+        as_json: bool,
     ) -> None:
         store = ctx.store
         root, field_name = store.resolve_field(node) if columns else (store.resolve(node), None)
-        walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns, field_name=field_name)
+        walk = store.traverse(
+            root,
+            direction,
+            depth,
+            as_of=as_of,
+            columns=columns,
+            field_name=field_name,
+            via=via,
+            granularity=granularity,
+        )
+        walk = store.keep_tagged(walk, [parse_tag(t) for t in tags])
         if as_json:
             output.emit_json(traversal_json(store, walk, as_of))
         else:
@@ -142,17 +191,7 @@ cli.command("downstream")(_traversal_command(DOWNSTREAM))
 @pass_context
 def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None, as_json: bool) -> None:
     """Everything downstream of a dataset (or one of its fields) that a change would affect."""
-    store = ctx.store
-    root, field_name = store.resolve_field(target)
-    if root.kind != DATASET:
-        raise LookupError_(f"{target!r} is a job; impact starts from a dataset or a dataset field")
-    walk = store.traverse(root, DOWNSTREAM, depth, as_of=as_of, columns=True, field_name=field_name)
-    if field_name is not None:  # a field: only what its column lineage reaches
-        reached = {f.dataset for f in walk.columns} | {root}
-        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == JOB or n in reached}
-        jobs = {(e["job_namespace"], e["job_name"]) for e in walk.column_edges}
-        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == DATASET or (n.namespace, n.name) in jobs}
-    data = impact_json(store, walk, field_name)
+    data = impact_of(ctx.store, target, depth, as_of)
     if as_json:
         output.emit_json(data)
     else:
@@ -169,19 +208,22 @@ def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None,
 )
 @click.option("--since", callback=_time, help="Runs with an event since then (ISO-8601 or 2h, 7d ago).")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@tag_option
 @json_option
 @pass_context
 def runs(
-    ctx: Context, job: str | None, states: Sequence[str], since: datetime | None, limit: int, as_json: bool
+    ctx: Context,
+    job: str | None,
+    states: Sequence[str],
+    since: datetime | None,
+    limit: int,
+    tags: Sequence[str],
+    as_json: bool,
 ) -> None:
     """Runs, newest first, with their reported and inferred (stuck = LOST) state."""
-    wanted = []
-    for state in states:
-        name = STATE_NAMES.get(state.strip().lower())
-        if name is None:
-            raise LookupError_(f"unknown state {state!r}: use one of {', '.join(sorted(set(STATE_NAMES)))}")
-        wanted.append(name)
-    rows = ctx.store.runs(job=job, states=wanted, since=since, limit=limit)
+    rows = ctx.store.runs(
+        job=job, states=state_names(states), since=since, limit=limit, tags=[parse_tag(t) for t in tags]
+    )
     if as_json:
         output.emit_json([run_json(r) for r in rows])
     else:
@@ -194,22 +236,7 @@ def runs(
 @pass_context
 def run(ctx: Context, run_id: str, as_json: bool) -> None:
     """One run: state and liveness, timing, error, child runs and the datasets it read and wrote."""
-    store = ctx.store
-    row = store.run(run_id)
-    data = {
-        **run_json(row),
-        "children": [run_json(c) for c in store.children(row["run_id"])],
-        "datasets": [
-            {
-                "dataset": d["dataset"],
-                "direction": d["direction"],
-                "row_count": d["row_count"],
-                "first_seen": output.iso(d["first_seen"]),
-                "last_seen": output.iso(d["last_seen"]),
-            }
-            for d in store.run_datasets(row["run_id"])
-        ],
-    }
+    data = run_detail(ctx.store, run_id)
     if as_json:
         output.emit_json(data)
     else:
@@ -239,7 +266,7 @@ def close_run(ctx: Context, run_id: str, state: str, reason: str | None, force: 
         )
     event = close_event(row, state.upper(), reason)
     try:
-        send_now(event, store.settings.openlineage)
+        send_now(event, store.settings.own_lineage())
     except Exception as exc:
         raise SendFailed(f"could not send the {state.upper()} event: {exc}") from exc
     from openlineage.client.serde import Serde
@@ -248,7 +275,7 @@ def close_run(ctx: Context, run_id: str, state: str, reason: str | None, force: 
         sent = json.loads(Serde.to_json(event))
         output.emit_json({"run_id": row["run_id"], "state": state.upper(), "event": sent})
     else:
-        click.echo(
+        output.echo(
             f"sent {state.upper()} for run {row['run_id']} ({row['job_namespace']}/{row['job_name']}); "
             "the next build shows it closed"
         )
@@ -264,6 +291,8 @@ def close_run(ctx: Context, run_id: str, state: str, reason: str | None, force: 
 @click.option("--direction", type=click.Choice([UPSTREAM, DOWNSTREAM, BOTH]), default=BOTH, show_default=True)
 @as_of_option
 @click.option("--columns", is_flag=True, help="Include column lineage (the html page always has it).")
+@via_option
+@granularity_option
 @pass_context
 def graph(
     ctx: Context,
@@ -274,13 +303,23 @@ def graph(
     direction: str,
     as_of: datetime | None,
     columns: bool,
+    via: str,
+    granularity: str,
 ) -> None:
     """Draw the lineage around NODE: a self-contained offline HTML page, Graphviz dot, Mermaid or JSON."""
     from lineage.graph.render import render
 
     store = ctx.store
     root = store.resolve(node)
-    walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns or fmt == "html")
+    walk = store.traverse(
+        root,
+        direction,
+        depth,
+        as_of=as_of,
+        columns=columns or fmt == "html",
+        via=via,
+        granularity=granularity,
+    )
     text = render(graph_dict(store, walk), fmt)
     if path is None:
         click.echo(text, nl=not text.endswith("\n"))
@@ -303,10 +342,12 @@ class SendFailed(Exception):
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (default serve.port: 5000).")
 @click.pass_context
 def serve_command(click_ctx: click.Context, host: str | None, port: int | None) -> None:
-    """Run the HTTP intake: OpenLineage events over HTTP into the Kafka topic (docs/intake.md).
+    """Run the HTTP service: the intake (docs/intake.md) and the read API (docs/read-api.md).
 
-    POST /api/v1/lineage (one event), POST /api/v1/lineage/batch (a JSON array), GET /healthz, GET /metrics.
-    Runs until SIGINT/SIGTERM. Without an API key configured it listens on loopback only.
+    Intake: POST /api/v1/lineage (one event), POST /api/v1/lineage/batch (a JSON array) into the Kafka topic.
+    Read API: Marquez-compatible GET /api/v1/... and /api/v2/... (the CLI's JSON) from lake.lineage.*.
+    GET /healthz, GET /metrics. serve.intake / serve.read switch each half. Runs until SIGINT/SIGTERM.
+    Without an API key configured it listens on loopback only.
     """
     if click_ctx.invoked_subcommand is not None:
         return
@@ -343,6 +384,51 @@ def hash_key_command(from_stdin: bool) -> None:
     click.echo(f"sha256  (put it in serve.api_key_hashes or serve.api_keys_file): {hash_key(key)}")
 
 
+def state_names(states: Sequence[str]) -> list[str]:
+    """The inferred states asked for (``lost``, ``failed`` ...) as the runs table spells them."""
+    wanted = []
+    for state in states:
+        name = STATE_NAMES.get(state.strip().lower())
+        if name is None:
+            raise LookupError_(f"unknown state {state!r}: use one of {', '.join(sorted(set(STATE_NAMES)))}")
+        wanted.append(name)
+    return wanted
+
+
+def impact_of(store: LineageStore, target: str, depth: int | None, as_of: datetime | None) -> dict[str, Any]:
+    """What a change to a dataset (or one field of it) affects downstream, as ``lineage impact --json``."""
+    root, field_name = store.resolve_field(target)
+    if root.kind != DATASET:
+        raise LookupError_(f"{target!r} is a job; impact starts from a dataset or a dataset field")
+    walk = store.traverse(root, DOWNSTREAM, depth, as_of=as_of, columns=True, field_name=field_name)
+    if field_name is not None:  # a field: only what its column lineage reaches
+        reached = {f.dataset for f in walk.columns} | {root}
+        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == JOB or n in reached}
+        jobs = {(e["job_namespace"], e["job_name"]) for e in walk.column_edges}
+        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == DATASET or (n.namespace, n.name) in jobs}
+    return impact_json(store, walk, field_name)
+
+
+def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
+    """One run with its children and datasets, as ``lineage run --json``."""
+    row = store.run(run_id)
+    return {
+        **run_json(row),
+        "children": [run_json(c) for c in store.children(row["run_id"])],
+        "dependencies": run_dependencies(store, row),
+        "datasets": [
+            {
+                "dataset": d["dataset"],
+                "direction": d["direction"],
+                "row_count": d["row_count"],
+                "first_seen": output.iso(d["first_seen"]),
+                "last_seen": output.iso(d["last_seen"]),
+            }
+            for d in store.run_datasets(row["run_id"])
+        ],
+    }
+
+
 def node_json(store: LineageStore, node: Node) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": node.id,
@@ -368,6 +454,10 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
         "nodes": [{**node_json(store, n), "hops": h} for n, h in nodes if n != walk.root],
         "edges": sorted((edge_json(*edge) for edge in walk.edges), key=lambda e: (e["source"], e["target"])),
     }
+    if walk.job_links:
+        data["dependencies"] = sorted(
+            (dependency_json(*link) for link in walk.job_links), key=lambda e: (e["source"], e["target"])
+        )
     if walk.columns or walk.column_edges:
         data["columns"] = [
             {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
@@ -383,6 +473,11 @@ def edge_json(dataset: Node, job: Node, kind: str) -> dict[str, str]:
     return {"source": source.id, "target": target.id, "kind": kind}
 
 
+def dependency_json(upstream: Node, downstream: Node, source: str) -> dict[str, str]:
+    """A job -> job dependency (the upstream job runs first)."""
+    return {"source": upstream.id, "target": downstream.id, "kind": "dependency", "via": source}
+
+
 def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any]:
     source = store.dataset_nodes.get(edge["source_dataset_id"])
     target = store.dataset_nodes.get(edge["target_dataset_id"])
@@ -394,6 +489,7 @@ def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any
         "job": f"{edge['job_namespace']}/{edge['job_name']}",
         "direct": edge["is_direct"],
         "subtypes": list(edge["subtypes"] or []),
+        "transformation": output.transformation_label(edge),
     }
 
 
@@ -437,6 +533,28 @@ RUN_FIELDS = (
     "silent_seconds",
     "threshold_seconds",
 )
+
+
+def run_dependencies(store: LineageStore, row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The jobs the run's job depends on (upstream) and that depend on it (downstream)."""
+    if row["job_name"] is None:
+        return []
+    found = store.dependencies_of(row["job_namespace"], row["job_name"])
+    out = []
+    for direction, rows in found.items():
+        end = "upstream" if direction == UPSTREAM else "downstream"
+        for dep in rows:
+            out.append(
+                {
+                    "direction": direction,
+                    "job": f"{dep[f'{end}_job_namespace']}/{dep[f'{end}_job_name']}",
+                    "via": dep["source"],
+                    "dependency_type": dep["dependency_type"],
+                    "trigger_rule": dep["status_trigger_rule"],
+                    "last_seen": output.iso(dep["last_seen"]),
+                }
+            )
+    return sorted(out, key=lambda d: (d["direction"] != UPSTREAM, d["job"], d["via"]))
 
 
 def run_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -489,6 +607,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)
     edges = [edge_json(*edge) for edge in sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))]
+    links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
+    edges += [dependency_json(*link) for link in links]
     column_edges = []
     for edge in walk.column_edges:
         source = store.dataset_nodes.get(edge["source_dataset_id"])
@@ -503,7 +623,7 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 "source_field": edge["source_field"],
                 "target": target.id,
                 "target_field": edge["target_field"],
-                "transformation": "/".join(edge["subtypes"] or []) or None,
+                "transformation": output.transformation_label(edge),
                 "job": f"job:{edge['job_namespace']}/{edge['job_name']}",
             }
         )
@@ -531,10 +651,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except LookupError_ as exc:
-        click.echo(f"lineage: {exc}", err=True)
+        output.echo(f"lineage: {exc}", err=True)
         sys.exit(2)
     except SendFailed as exc:
-        click.echo(f"lineage: {exc}", err=True)
+        output.echo(f"lineage: {exc}", err=True)
         sys.exit(1)
     except BrokenPipeError:
         sys.exit(1)

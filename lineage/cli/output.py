@@ -19,6 +19,16 @@ def iso(value: Any) -> Any:
     return value
 
 
+def transformation_label(edge: dict[str, Any]) -> str | None:
+    """``TYPE/SUBTYPE`` of each distinct transformation on a column edge, ``unknown`` when the producer did
+    not say DIRECT or INDIRECT (legacy facets, dbt, Airflow's SQL parser); None without any."""
+    labels = {
+        (t.get("type") or "unknown") + (f"/{t['subtype']}" if t.get("subtype") else "")
+        for t in edge.get("transformations") or []
+    }
+    return ", ".join(sorted(labels)) or None
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
@@ -28,9 +38,44 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True))
-    click.echo(indent + line.rstrip())
+    echo(indent + line.rstrip())
     for row in cells:
-        click.echo(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        echo(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+# C0 and C1 controls, DEL, and the Unicode bidirectional formatting characters (embeddings, overrides,
+# isolates, marks) that can reorder what a reader sees (CVE-2021-42574, "Trojan Source").
+_UNSAFE = frozenset(
+    [
+        *range(0x00, 0x20),
+        *range(0x7F, 0xA0),
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    ]
+)
+
+
+def safe_text(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with control and bidi-formatting characters written as escapes (``\\x1b``, ``\\u202e``).
+
+    Names come from whoever sent the event; printed raw, an escape sequence in a job name could retitle or
+    repaint the reader's terminal. JSON output is not escaped this way (``json.dumps`` escapes controls
+    itself and values stay exact).
+    """
+    return "".join(
+        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+        if ord(c) in _UNSAFE and not (keep_newlines and c == "\n")
+        else c
+        for c in text
+    )
+
+
+def echo(text: str = "", **kwargs: Any) -> None:
+    """``click.echo`` for human-readable lines: everything but the line breaks made safe."""
+    click.echo(safe_text(text, keep_newlines=True), **kwargs)
 
 
 def _cell(value: Any) -> str:
@@ -40,7 +85,7 @@ def _cell(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, float):
         return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
-    return str(value)
+    return safe_text(str(value))
 
 
 def _state(store: LineageStore, namespace: str, name: str) -> str | None:
@@ -49,12 +94,12 @@ def _state(store: LineageStore, namespace: str, name: str) -> str | None:
 
 def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None) -> None:
     when = f", edges seen by {iso(as_of)}" if as_of else ""
-    click.echo(f"{walk.direction} of {walk.root.kind} {walk.root.label} (depth {walk.depth}{when})")
+    echo(f"{walk.direction} of {walk.root.kind} {walk.root.label} (depth {walk.depth}{when})")
     nodes = sorted(
         ((n, h) for n, h in walk.hops.items() if n != walk.root), key=lambda item: (item[1], item[0].label)
     )
     if not nodes:
-        click.echo(f"  nothing {walk.direction}")
+        echo(f"  nothing {walk.direction}")
     else:
         table(
             ["hops", "kind", "node", "state"],
@@ -64,10 +109,14 @@ def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None
             ],
             indent="  ",
         )
+    if walk.job_links:
+        echo("job dependencies")
+        links = sorted((up.label, down.label, source) for up, down, source in walk.job_links)
+        table(["upstream job", "downstream job", "via"], links, indent="  ")
     if walk.column_edges or walk.columns:
-        click.echo("column lineage")
+        echo("column lineage")
         if not walk.column_edges:
-            click.echo("  no column lineage")
+            echo("  no column lineage")
             return
         rows = []
         for edge in walk.column_edges:
@@ -78,7 +127,7 @@ def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None
                     f"{source.label if source else edge['source_dataset_id']}.{edge['source_field'] or '*'}",
                     f"{target.label if target else edge['target_dataset_id']}.{edge['target_field'] or '*'}",
                     f"{edge['job_namespace']}/{edge['job_name']}",
-                    "/".join(edge["subtypes"] or []) or None,
+                    transformation_label(edge),
                 )
             )
         table(["from", "to", "job", "transformation"], sorted(rows), indent="  ")
@@ -87,16 +136,16 @@ def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None
 def print_impact(data: dict[str, Any]) -> None:
     root = data["root"]
     what = f"{root['label']}.{root['field']}" if root.get("field") else root["label"]
-    click.echo(f"impact of a change to {what}")
+    echo(f"impact of a change to {what}")
     if not (data["datasets"] or data["jobs"] or data["columns"]):
-        click.echo("  nothing downstream")
+        echo("  nothing downstream")
         return
-    click.echo(f"datasets ({len(data['datasets'])})")
+    echo(f"datasets ({len(data['datasets'])})")
     table(["hops", "dataset"], [(d["hops"], d["dataset"]) for d in data["datasets"]], indent="  ")
-    click.echo(f"jobs ({len(data['jobs'])})")
+    echo(f"jobs ({len(data['jobs'])})")
     jobs = [(j["hops"], j["label"], j.get("state")) for j in data["jobs"]]
     table(["hops", "job", "state"], jobs, indent="  ")
-    click.echo(f"columns ({len(data['columns'])})")
+    echo(f"columns ({len(data['columns'])})")
     columns = [(c["jobs"], f"{c['dataset']}.{c['field']}") for c in data["columns"]]
     table(["jobs", "column"], columns, indent="  ")
 
@@ -108,7 +157,7 @@ def state_text(row: dict[str, Any]) -> str:
 
 def print_runs(rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
-        click.echo("no runs match")
+        echo("no runs match")
         return
     table(
         ["run id", "job", "state", "started", "last event", "seconds"],
@@ -150,8 +199,8 @@ def print_run(data: dict[str, Any]) -> None:
         pairs.append(("error", data["error_message"]))
     width = max(len(k) for k, _ in pairs)
     for key, value in pairs:
-        click.echo(f"{key.ljust(width)}  {_cell(value) if value != '' else '-'}")
-    click.echo(f"children ({len(data['children'])})")
+        echo(f"{key.ljust(width)}  {_cell(value) if value != '' else '-'}")
+    echo(f"children ({len(data['children'])})")
     if data["children"]:
         table(
             ["run id", "job", "state", "started"],
@@ -161,7 +210,15 @@ def print_run(data: dict[str, Any]) -> None:
             ],
             indent="  ",
         )
-    click.echo(f"datasets ({len(data['datasets'])})")
+    dependencies = data.get("dependencies") or []
+    echo(f"job dependencies ({len(dependencies)})")
+    if dependencies:
+        table(
+            ["direction", "job", "via", "type"],
+            [(d["direction"], d["job"], d["via"], d["dependency_type"]) for d in dependencies],
+            indent="  ",
+        )
+    echo(f"datasets ({len(data['datasets'])})")
     if data["datasets"]:
         table(
             ["direction", "dataset", "rows"],

@@ -23,6 +23,8 @@ from lineage.settings import Settings
 
 JOB, DATASET = "job", "dataset"
 UPSTREAM, DOWNSTREAM, BOTH = "upstream", "downstream", "both"
+VIA_DATASETS, VIA_DEPENDENCIES, VIA_BOTH = "datasets", "dependencies", "both"  # what a walk follows
+GRANULARITY_JOB, GRANULARITY_PARENT = "job", "parent"  # a job as reported, or collapsed into its parent
 TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
 # Field name shown for the dataset side of a dataset-level column edge (a filter or join key that
 # affects every row of the target, but no one field).
@@ -31,6 +33,14 @@ WHOLE_DATASET = "*"
 
 class LookupError_(Exception):
     """A question that cannot be answered: unknown node, empty catalog, bad input. One line for users."""
+
+
+class UnknownNode(LookupError_):
+    """The node, field or run asked about does not exist (the read API answers 404, with the suggestions)."""
+
+    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions = list(suggestions)
 
 
 def display_name(namespace: str, name: str) -> str:
@@ -106,6 +116,8 @@ class Traversal:
     depth: int | None
     hops: dict[Node, int] = field(default_factory=dict)
     edges: set[tuple[Node, Node, str]] = field(default_factory=set)  # (dataset, job, input|output)
+    # Job-to-job dependencies followed (--via dependencies|both): (upstream job, downstream job, source).
+    job_links: set[tuple[Node, Node, str]] = field(default_factory=set)
     columns: dict[Field, int] = field(default_factory=dict)  # reached fields -> jobs crossed
     column_edges: list[dict[str, Any]] = field(default_factory=list)
 
@@ -160,9 +172,10 @@ class LineageStore:
 
     def rows(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> list[dict]:
         """Rows of ``lineage.<table>`` as dicts (optionally only some columns, filtered by pyiceberg)."""
-        return self.arrow(table, columns, row_filter).to_pylist()
+        return python_rows(self.arrow(table, columns, row_filter))
 
-    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+    def table(self, table: str) -> Any:
+        """The pyiceberg table ``lineage.<table>`` at its current metadata."""
         ident = (self.settings.catalog.lineage_namespace, table)
         try:
             loaded = self._embedded_table(ident) if self.settings.catalog.embedded else None
@@ -174,6 +187,10 @@ class LineageStore:
             if type(exc).__name__ in ("NoSuchTableError", "NoSuchNamespaceError"):
                 raise LookupError_(_missing_table(self.settings.catalog.name, ident)) from exc
             raise LookupError_(f"cannot read {'.'.join(ident)}: {_first_line(exc)}") from exc
+        return loaded
+
+    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+        loaded = self.table(table)
         kwargs: dict[str, Any] = {}
         if columns:
             kwargs["selected_fields"] = tuple(columns)
@@ -222,6 +239,21 @@ class LineageStore:
         return found
 
     @cached_property
+    def parent_jobs(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """job -> the job of its parent runs (Spark action -> application, Airflow task -> DAG)."""
+        table = self.arrow("jobs", ("job_namespace", "job_name", "parent_job_namespace", "parent_job_name"))
+        ns, name, pns, pname = (table.column(i).to_pylist() for i in range(4))
+        return {
+            (a, b): (c, d)
+            for a, b, c, d in zip(ns, name, pns, pname, strict=True)
+            if c is not None and d is not None and (a, b) != (c, d)
+        }
+
+    def collapse(self, job: tuple[str, str], granularity: str) -> tuple[str, str]:
+        """The job itself (``job`` granularity) or its parent job, when it has one (``parent``)."""
+        return self.parent_jobs.get(job, job) if granularity == GRANULARITY_PARENT else job
+
+    @cached_property
     def jobs(self) -> dict[tuple[str, str], dict]:
         self.job_keys  # noqa: B018 -- the emptiness check
         return {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
@@ -236,8 +268,42 @@ class LineageStore:
 
     @cached_property
     def column_edge_rows(self) -> list[dict]:
-        cols = (*_COLUMN_EDGE_KEY, "subtypes", "is_direct", "first_seen")
+        cols = (*_COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
         return self.rows("column_edges", cols)
+
+    @cached_property
+    def job_dependency_rows(self) -> list[dict]:
+        """``lineage.job_dependencies`` (empty for a lake built before the table existed)."""
+        try:
+            return self.rows("job_dependencies")
+        except LookupError_ as exc:
+            if "does not exist" in str(exc) or "not held" in str(exc):
+                return []
+            raise
+
+    def dependencies_of(self, namespace: str, name: str) -> dict[str, list[dict]]:
+        """The jobs ``upstream`` and ``downstream`` of one job (control flow), each row with its source."""
+        out: dict[str, list[dict]] = {UPSTREAM: [], DOWNSTREAM: []}
+        for row in self.job_dependency_rows:
+            if (row["downstream_job_namespace"], row["downstream_job_name"]) == (namespace, name):
+                out[UPSTREAM].append(row)
+            if (row["upstream_job_namespace"], row["upstream_job_name"]) == (namespace, name):
+                out[DOWNSTREAM].append(row)
+        return out
+
+    def _dependency_steps(
+        self, walk: str, granularity: str = GRANULARITY_JOB
+    ) -> dict[tuple[str, str], set[tuple[tuple[str, str], str]]]:
+        """job -> {(next job, source)} for one walk direction over ``job_dependencies``."""
+        steps: dict[tuple[str, str], set[tuple[tuple[str, str], str]]] = {}
+        for row in self.job_dependency_rows:
+            up = self.collapse((row["upstream_job_namespace"], row["upstream_job_name"]), granularity)
+            down = self.collapse((row["downstream_job_namespace"], row["downstream_job_name"]), granularity)
+            if up == down:  # a parent -> child link, or two tasks of one DAG, inside one collapsed job
+                continue
+            here, there = (down, up) if walk == UPSTREAM else (up, down)
+            steps.setdefault(here, set()).add((there, row["source"]))
+        return steps
 
     def job_node(self, namespace: str, name: str) -> Node:
         return Node(JOB, namespace, name)
@@ -343,7 +409,7 @@ class LineageStore:
             raise LookupError_(f"{text!r} is ambiguous: {listed}; give a full name or job:/dataset:")
         close = difflib.get_close_matches(key, list(self._names), n=3, cutoff=0.6)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise LookupError_(f"unknown node {text!r}{hint}")
+        raise UnknownNode(f"unknown node {text!r}{hint}", close)
 
     def resolve_field(self, text: str) -> tuple[Node, str | None]:
         """``DATASET`` or ``DATASET.FIELD`` (the dataset name itself may contain dots)."""
@@ -365,11 +431,15 @@ class LineageStore:
                     if edge[f"{side}_dataset_id"] == node.dataset_id:
                         known.add(edge[f"{side}_field"])
             if field_name not in known:
-                raise LookupError_(f"dataset {node.label} has no field {field_name!r}") from None
+                close = difflib.get_close_matches(field_name, sorted(known), n=3, cutoff=0.6)
+                message = f"dataset {node.label} has no field {field_name!r}"
+                raise UnknownNode(message, [f"{node.label}.{c}" for c in close]) from None
             return node, field_name
 
     # -- traversal ---------------------------------------------------------------------------------------
-    def _edges_by_hop(self, as_of: datetime | None) -> dict[tuple[str, str], Any]:
+    def _edges_by_hop(
+        self, as_of: datetime | None, granularity: str = GRANULARITY_JOB
+    ) -> dict[tuple[str, str], Any]:
         """``job_edges`` split for walking: (walk, from kind) -> the Arrow rows that step leaves by.
 
         Only edges first seen by ``as_of`` and only edges to datasets of the ``datasets`` table. Upstream a
@@ -386,6 +456,19 @@ class LineageStore:
             table = table.filter(pc.or_kleene(pc.is_null(seen), pc.less_equal(seen, limit)))
         known = pc.is_in(table.column("dataset_id"), value_set=self._dataset_columns.column("dataset_id"))
         table = table.filter(known)
+        if granularity == GRANULARITY_PARENT:
+            # Every child job's edges become its parent's: edges of several children merge into one.
+            pairs = [
+                self.collapse(job, granularity)
+                for job in zip(
+                    table.column("job_namespace").to_pylist(),
+                    table.column("job_name").to_pylist(),
+                    strict=True,
+                )
+            ]
+            for i, column in enumerate(("job_namespace", "job_name")):
+                values = pa.array([p[i] for p in pairs], pa.string())
+                table = table.set_column(table.schema.get_field_index(column), column, values)
         table = table.append_column(
             "job_key",
             pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00"),
@@ -408,22 +491,32 @@ class LineageStore:
         as_of: datetime | None = None,
         columns: bool = False,
         field_name: str | None = None,
+        via: str = VIA_DATASETS,
+        granularity: str = GRANULARITY_JOB,
     ) -> Traversal:
         """Breadth-first walk from ``root`` (``upstream``, ``downstream``, ``both``) up to ``depth`` hops.
 
+        ``via``: ``datasets`` follows job -> dataset -> job edges (data flow), ``dependencies`` follows
+        job -> job dependencies (control flow: declared, Airflow task order, parent -> child), ``both``
+        either. ``granularity`` ``parent`` collapses every job into its parent job (Spark application,
+        Airflow DAG) before walking, so the edges of its children merge; a child job as root becomes its
+        parent.
         One hop at a time over Arrow columns: the edges leaving the whole frontier are found by one
         vectorised filter, and only the nodes reached become Python objects.
         """
+        if root.kind == JOB and granularity == GRANULARITY_PARENT:
+            root = self.job_node(*self.collapse((root.namespace, root.name), granularity))
         result = Traversal(root, direction, depth)
         walks = [UPSTREAM, DOWNSTREAM] if direction == BOTH else [direction]
-        by_hop = self._edges_by_hop(as_of)
+        by_hop = self._edges_by_hop(as_of, granularity) if via != VIA_DEPENDENCIES else None
         result.hops[root] = 0
         reached_ids: set[str] = set()
         found: list[
             tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]
         ] = []
         for walk in walks:
-            datasets, jobs, edges = self._walk(by_hop, walk, root, depth)
+            steps = self._dependency_steps(walk, granularity) if via != VIA_DATASETS else None
+            datasets, jobs, edges = self._walk(by_hop, walk, root, depth, steps, result)
             reached_ids.update(datasets)
             found.append((datasets, jobs, edges))
         nodes = self.nodes_of(reached_ids)
@@ -443,11 +536,17 @@ class LineageStore:
             self._walk_columns(result, walks, as_of, field_name)
         return result
 
-    @staticmethod
     def _walk(
-        by_hop: dict[tuple[str, str], Any], walk: str, root: Node, depth: int | None
+        self,
+        by_hop: dict[tuple[str, str], Any] | None,
+        walk: str,
+        root: Node,
+        depth: int | None,
+        steps: dict[tuple[str, str], set[tuple[tuple[str, str], str]]] | None,
+        result: Traversal,
     ) -> tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]:
-        """(dataset id -> hops, job -> hops, edges as (dataset id, job, input|output)) of one direction."""
+        """(dataset id -> hops, job -> hops, edges as (dataset id, job, input|output)) of one direction;
+        job-to-job links followed (``steps``) go to ``result.job_links``."""
         datasets: dict[str, int] = {}
         jobs: dict[tuple[str, str], int] = {}
         edges: set[tuple[str, tuple[str, str], str]] = set()
@@ -461,7 +560,7 @@ class LineageStore:
         while (frontier_ds or frontier_jobs) and (depth is None or hop < depth):
             next_ds: set[str] = set()
             next_jobs: set[tuple[str, str]] = set()
-            if frontier_ds:
+            if frontier_ds and by_hop is not None:
                 for ds_id, namespace, name, kind in _leaving(
                     by_hop[(walk, DATASET)], "dataset_id", frontier_ds
                 ):
@@ -469,7 +568,15 @@ class LineageStore:
                     if (namespace, name) not in jobs:
                         jobs[(namespace, name)] = hop + 1
                         next_jobs.add((namespace, name))
-            if frontier_jobs:
+            if frontier_jobs and steps is not None:
+                for job in frontier_jobs:
+                    for other, source in steps.get(job, ()):
+                        up, down = (other, job) if walk == UPSTREAM else (job, other)
+                        result.job_links.add((self.job_node(*up), self.job_node(*down), source))
+                        if other not in jobs:
+                            jobs[other] = hop + 1
+                            next_jobs.add(other)
+            if frontier_jobs and by_hop is not None:
                 keys = {f"{ns}\x00{n}" for ns, n in frontier_jobs}
                 for ds_id, namespace, name, kind in _leaving(by_hop[(walk, JOB)], "job_key", keys):
                     edges.add((ds_id, (namespace, name), kind))
@@ -550,6 +657,7 @@ class LineageStore:
         states: Iterable[str] = (),
         since: datetime | None = None,
         limit: int | None = None,
+        tags: Sequence[Tag] = (),
     ) -> list[dict]:
         ex = _expressions()
         expr: Any = ex.AlwaysTrue()
@@ -565,8 +673,40 @@ class LineageStore:
         if since is not None:
             expr = ex.And(expr, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
         rows = self.rows("runs", row_filter=expr)
+        if tags:
+            # A run carries a tag when its own tags facet or its job's has it.
+            rows = [
+                r
+                for r in rows
+                if has_tag(r.get("tags"), tags)
+                or has_tag(self.jobs.get((r["job_namespace"], r["job_name"]), {}).get("tags"), tags)
+            ]
         rows.sort(key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH, reverse=True)
         return rows[:limit] if limit else rows
+
+    @cached_property
+    def dataset_tags(self) -> dict[str, list[dict]]:
+        return {
+            r["dataset_id"]: r["tags"] for r in self.rows("datasets", ("dataset_id", "tags")) if r["tags"]
+        }
+
+    def keep_tagged(self, walk: Traversal, tags: Sequence[Tag]) -> Traversal:
+        """The walk with only the nodes carrying one of ``tags`` (the root always stays) and their edges."""
+        if not tags:
+            return walk
+
+        def keep(node: Node) -> bool:
+            if node == walk.root:
+                return True
+            if node.kind == JOB:
+                return has_tag(self.jobs.get((node.namespace, node.name), {}).get("tags"), tags)
+            return has_tag(self.dataset_tags.get(node.dataset_id or ""), tags)
+
+        kept = {n: h for n, h in walk.hops.items() if keep(n)}
+        walk.hops = kept
+        walk.edges = {e for e in walk.edges if e[0] in kept and e[1] in kept}
+        walk.job_links = {e for e in walk.job_links if e[0] in kept and e[1] in kept}
+        return walk
 
     def run(self, run_id: str) -> dict:
 
@@ -577,7 +717,7 @@ class LineageStore:
         match = ex.EqualTo("run_id", text) if len(text) == 36 else ex.StartsWith("run_id", text)
         rows = self.rows("runs", row_filter=match)
         if not rows:
-            raise LookupError_(f"unknown run {run_id!r}")
+            raise UnknownNode(f"unknown run {run_id!r}")
         if len(rows) > 1:
             raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
         return rows[0]
@@ -597,6 +737,27 @@ class LineageStore:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+Tag = tuple[str, str | None]  # key, and the value it must have (None: any value)
+
+
+def parse_tag(text: str) -> Tag:
+    """``KEY`` or ``KEY=VALUE`` (keys compare case-insensitively, values exactly)."""
+    key, sep, value = text.partition("=")
+    if not key.strip():
+        raise LookupError_(f"not a tag: {text!r} (expected KEY or KEY=VALUE)")
+    return key.strip(), value if sep else None
+
+
+def has_tag(carried: Sequence[dict] | None, wanted: Sequence[Tag]) -> bool:
+    """Whether ``carried`` (a tags facet's ``tags``: key, value, source) holds one of ``wanted``."""
+    for tag in carried or ():
+        key = str(tag.get("key") or "").lower()
+        for want_key, want_value in wanted:
+            if key == want_key.lower() and (want_value is None or tag.get("value") == want_value):
+                return True
+    return False
+
+
 _COLUMN_EDGE_KEY = (
     "source_dataset_id",
     "source_field",
@@ -626,7 +787,42 @@ def _rows_in(table: Any, key: str, values: set[str], columns: Sequence[str]) -> 
     import pyarrow.compute as pc
 
     found = table.filter(pc.is_in(table.column(key), value_set=pa.array(sorted(values), pa.string())))
-    return zip(*(found.column(c).to_pylist() for c in columns), strict=True)
+    return zip(*(python_values(found.column(c)) for c in columns), strict=True)
+
+
+def python_values(column: Any) -> list[Any]:
+    """An Arrow column as Python values; timestamps beyond Python's range are clamped to it.
+
+    The lake can hold times Python's ``datetime`` cannot (year 10000 from an offset like
+    ``9999-12-31T23:59:59-01:00``, landed before ingestion bounded eventTime); such a value reads as
+    ``datetime.max`` (or ``datetime.min``) instead of failing the whole command.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    # Nanosecond timestamps (years 1677..2262) always fit; Iceberg's timestamps are microseconds.
+    if pa.types.is_timestamp(kind) and kind.unit != "ns":
+        micros = pa.timestamp("us", tz=kind.tz)
+        ints = column.cast(micros).cast(pa.int64())
+        clamped = pc.min_element_wise(
+            pc.max_element_wise(ints, _PY_MIN_MICROS, skip_nulls=False), _PY_MAX_MICROS, skip_nulls=False
+        )
+        column = clamped.cast(micros)
+    return column.to_pylist()
+
+
+def python_rows(table: Any) -> list[dict[str, Any]]:
+    """An Arrow table as dicts, top-level timestamps clamped as in :func:`python_values`."""
+    values = {name: python_values(table.column(name)) for name in table.column_names}
+    return (
+        [dict(zip(values, row, strict=True)) for row in zip(*values.values(), strict=True)] if values else []
+    )
+
+
+# datetime.min / datetime.max as microseconds since the epoch (UTC).
+_PY_MIN_MICROS = -62135596800 * 1_000_000
+_PY_MAX_MICROS = 253402300799 * 1_000_000 + 999_999
 
 
 def _leaving(table: Any, key: str, values: set[str]) -> Iterable[tuple[Any, ...]]:

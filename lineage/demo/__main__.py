@@ -24,20 +24,26 @@ from lineage.settings import Settings, load_settings
 
 def publish(settings: Settings, force: bool = False) -> None:
     kafka = settings.kafka
+    security = kafka.security.librdkafka()
     create_topic(
-        kafka.bootstrap_servers, kafka.topic, settings.local_kafka.partitions, kafka.max_message_bytes
+        kafka.bootstrap_servers,
+        kafka.topic,
+        settings.local_kafka.partitions,
+        kafka.max_message_bytes,
+        security,
     )
-    already = topic_message_count(kafka.bootstrap_servers, kafka.topic)
+    already = topic_message_count(kafka.bootstrap_servers, kafka.topic, security)
     if already and not force:
         print(f"topic {kafka.topic} already holds {already} messages: not publishing the demo events again")
         return
-    client = kafka_client(kafka.bootstrap_servers, kafka.topic, kafka.max_message_bytes)
+    client = kafka_client(kafka.bootstrap_servers, kafka.topic, kafka.max_message_bytes, security)
     sent = publish_events(client, (e.event for e in lab_events()))
     bad = publish_raw(
         kafka.bootstrap_servers,
         kafka.topic,
         [(b"malformed", v) for v, _ in MALFORMED],
         kafka.max_message_bytes,
+        security,
     )
     print(
         f"published {sent} OpenLineage events (openlineage-python KafkaTransport) and {bad} malformed "
@@ -175,7 +181,7 @@ def demo_run(settings: Settings, state: str, run_ref: str) -> None:
     from lineage.observe import Emitter, RunRef, TrackedRun
 
     ref = RunRef.parse(run_ref)
-    emitter = Emitter(settings.openlineage, str(ref))
+    emitter = Emitter(settings.own_lineage(), str(ref))
     run = TrackedRun(emitter, ref.namespace, ref.name, "BATCH", "make demo", run_id=ref.run_id)
     run.emit(RunState(state))
     emitter.close()

@@ -1,4 +1,4 @@
-"""What makes a Kafka message a valid OpenLineage event: the rules as data, in one place.
+r"""What makes a Kafka message a valid OpenLineage event: the rules as data, in one place.
 
 Two engines apply these rules and must give every message the same verdict:
 
@@ -23,13 +23,24 @@ The checks run in this order, the first one that fails gives the reason (``CHECK
 4. ``NOT_JSON_OBJECT``: that value is not an object;
 5. ``MISSING_FIELD`` / ``INVALID_FIELD_TYPE``: the first of ``COMMON_FIELDS`` that is absent, JSON null or
    not a string;
-6. ``UNKNOWN_EVENT_KIND``: none of the ``KINDS`` markers is a key of the object (any value, even null);
-7. ``MISSING_FIELD`` / ``INVALID_FIELD_TYPE``: the same for the first matching kind's fields;
-8. ``INVALID_EVENT_TIME``: ``eventTime`` does not match ``EVENT_TIME_PATTERN`` or names no real instant
-   (month 13, 30 February, hour 24, an offset beyond 18:00);
+6. ``UNKNOWN_EVENT_KIND``: the kind, decided by the spec: an object with ``eventType`` (not null) is a
+   RunEvent, the only kind that has one, whatever other keys it has; otherwise the first of the ``KINDS``
+   markers that is a key of the object (any value, even null); none of them: this reason. So a START
+   without ``run`` is ``MISSING_FIELD run.runId``, not a JobEvent;
+7. ``MISSING_FIELD`` / ``INVALID_FIELD_TYPE``: the same for that kind's fields;
+8. ``INVALID_EVENT_TIME``: ``eventTime`` does not match ``EVENT_TIME_PATTERN`` (a full date-time with
+   seconds and an explicit offset or ``Z``) or names no real instant (month 13, 30 February, hour 24, an
+   offset beyond 18:00);
+   ``EVENT_TIME_OUT_OF_RANGE``: a real instant, but in UTC before ``EVENT_TIME_MIN_YEAR`` or after
+   ``EVENT_TIME_MAX_YEAR`` (``9999-12-31T23:59:59-01:00`` is in year 10000 in UTC);
 9. ``UNKNOWN_EVENT_TYPE``: ``eventType`` present, not null, and not a string whose upper case is one of
    ``EVENT_TYPES``;
-10. ``INVALID_RUN_ID``: a RunEvent whose ``run.runId`` does not match ``UUID_PATTERN``.
+10. ``INVALID_RUN_ID``: a RunEvent whose ``run.runId`` does not match ``UUID_PATTERN`` as the whole
+    string (no surrounding whitespace, no final newline: Spark anchors with ``\z``, Python uses
+    ``fullmatch``).
+
+Run ids are case-insensitive hex: the envelope columns ``run_id``, ``parent_run_id`` and ``root_run_id``
+hold them in lower case (``event_json`` keeps the event as received).
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ INVALID_EVENT_TIME = "INVALID_EVENT_TIME"
 UNKNOWN_EVENT_TYPE = "UNKNOWN_EVENT_TYPE"
 INVALID_RUN_ID = "INVALID_RUN_ID"
 UNKNOWN_EVENT_KIND = "UNKNOWN_EVENT_KIND"
+EVENT_TIME_OUT_OF_RANGE = "EVENT_TIME_OUT_OF_RANGE"
 
 REASONS = (
     EMPTY_VALUE,
@@ -60,6 +72,7 @@ REASONS = (
     UNKNOWN_EVENT_TYPE,
     INVALID_RUN_ID,
     UNKNOWN_EVENT_KIND,
+    EVENT_TIME_OUT_OF_RANGE,
 )
 
 EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
@@ -96,12 +109,16 @@ KINDS = (
 # Any UUID version (v4 from most clients, v7 from newer Java/Python ones), canonical 8-4-4-4-12 text.
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # ISO-8601 / RFC 3339 date-time as producers write it: date, 'T' (or a space), time with seconds, up to 9
-# fraction digits (Java's nanoseconds), then 'Z', +hh:mm, +hhmm or +hh, or no offset (read as UTC). What
-# the pattern lets through must still name a real instant: ``EVENT_TIME_LIMITS``.
+# fraction digits (Java's nanoseconds), then 'Z', +hh:mm, +hhmm or +hh. The offset is required (the spec's
+# eventTime is a date-time with offset): a local time names no instant. What the pattern lets through must
+# still name a real instant (``MAX_HOUR`` ...) within the accepted years.
 EVENT_TIME_PATTERN = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]{1,9})?"
-    r"(?:Z|([+-])([0-9]{2})(?::?([0-9]{2}))?)?"
+    r"(?:Z|([+-])([0-9]{2})(?::?([0-9]{2}))?)"
 )
+# Accepted years of eventTime after conversion to UTC, both included: from the Unix epoch to the last year
+# every reader (Python's datetime, pyarrow, the CLI) can represent.
+EVENT_TIME_MIN_YEAR, EVENT_TIME_MAX_YEAR = 1970, 9999
 # Fields of a matched eventTime beyond which no instant exists: hour, minute, second, and the UTC offset
 # (java.time.ZoneOffset allows -18:00 to +18:00). Month and day follow the proleptic Gregorian calendar,
 # year 0000 included, as java.time does.
@@ -137,6 +154,9 @@ DETAIL_UNKNOWN_KIND = "JSON object has none of run, job or dataset"
 DETAIL_EVENT_TIME_PREFIX = "eventTime is not an ISO-8601 timestamp: "
 DETAIL_EVENT_TYPE_PREFIX = "eventType must be one of " + ", ".join(EVENT_TYPES) + ", got "  # + the JSON
 DETAIL_RUN_ID_PREFIX = "run.runId is not a UUID: "
+DETAIL_EVENT_TIME_RANGE_PREFIX = (
+    f"eventTime is outside {EVENT_TIME_MIN_YEAR}-01-01T00:00:00Z..{EVENT_TIME_MAX_YEAR}-12-31T23:59:59Z: "
+)
 
 
 # How a JSON value's type is named in details: Spark's ``schema_of_variant`` names, first word. An integer

@@ -21,11 +21,13 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from lineage.events import rules
 from lineage.events.rules import (
     EMPTY_VALUE,
+    EVENT_TIME_OUT_OF_RANGE,
     INVALID_EVENT_TIME,
     INVALID_FIELD_TYPE,
     INVALID_RUN_ID,
@@ -284,6 +286,26 @@ def valid_event_time(text: str) -> bool:
     return extra <= rules.MAX_MINUTE and int(offset_hours) * 60 + extra <= rules.MAX_OFFSET_MINUTES
 
 
+_FIRST_SECOND = datetime(rules.EVENT_TIME_MIN_YEAR, 1, 1)
+
+
+def event_time_in_range(text: str) -> bool:
+    """A valid eventTime (:func:`valid_event_time`) whose UTC year is within the accepted years."""
+    match = _EVENT_TIME.fullmatch(text)
+    assert match is not None
+    year, month, day, hour, minute, second, sign, offset_hours, offset_minutes = match.groups()
+    if not int(year) >= rules.EVENT_TIME_MIN_YEAR - 1:
+        return False
+    local = datetime(max(int(year), 1), int(month), int(day), int(hour), int(minute), int(second))
+    offset = timedelta(minutes=int(offset_hours or 0) * 60 + int(offset_minutes or 0))
+    try:
+        utc = local - offset if sign == "+" else local + offset
+    except OverflowError:  # beyond year 9999
+        return False
+    # The fraction of a second never moves an instant across a year boundary that whole seconds do not.
+    return utc >= _FIRST_SECOND and utc.year <= rules.EVENT_TIME_MAX_YEAR
+
+
 def validate_document(document: Any) -> Verdict:
     """Checks 4 to 10 of :mod:`lineage.events.rules` on a parsed JSON value."""
     if not isinstance(document, dict):
@@ -291,7 +313,11 @@ def validate_document(document: Any) -> Verdict:
     problem = _field_problem(document, _COMMON_PATHS)
     if problem is not None:
         return Verdict(*problem, document=document)
-    found = next(((k, paths) for k, paths in _KIND_PATHS if k.marker in document), None)
+    found: tuple[Any, Any] | None
+    if document.get("eventType") is not None:  # only a RunEvent has eventType (the spec's kinds)
+        found = next((k, paths) for k, paths in _KIND_PATHS if k.name == RUN_EVENT)
+    else:
+        found = next(((k, paths) for k, paths in _KIND_PATHS if k.marker in document), None)
     if found is None:
         return Verdict(UNKNOWN_EVENT_KIND, rules.DETAIL_UNKNOWN_KIND, document)
     kind, paths = found
@@ -303,6 +329,9 @@ def validate_document(document: Any) -> Verdict:
         return Verdict(
             INVALID_EVENT_TIME, rules.DETAIL_EVENT_TIME_PREFIX + _head(event_time), document, kind.name
         )
+    if not event_time_in_range(event_time):
+        detail = rules.DETAIL_EVENT_TIME_RANGE_PREFIX + _head(event_time)
+        return Verdict(EVENT_TIME_OUT_OF_RANGE, detail, document, kind.name)
     event_type = document.get("eventType", _ABSENT)
     if (
         event_type is not _ABSENT

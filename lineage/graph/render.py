@@ -204,7 +204,11 @@ def render_dot(graph: Graph) -> str:
         lines.append(f"  {ids[node['id']]} {attrs};")
     for edge in checked.edges:
         tooltip = _dot_string(edge.get("kind") or "")
-        lines.append(f"  {ids[edge['source']]} -> {ids[edge['target']]} {_dot_attrs(tooltip=tooltip)};")
+        # A job -> job dependency (control flow) is dotted, apart from the data flow.
+        extra = {"style": "dotted"} if edge.get("kind") == "dependency" else {}
+        lines.append(
+            f"  {ids[edge['source']]} -> {ids[edge['target']]} {_dot_attrs(tooltip=tooltip, **extra)};"
+        )
     for edge in checked.column_edges:
         ends = []
         for end, compass in (("source", "e"), ("target", "w")):
@@ -256,7 +260,8 @@ def render_mermaid(graph: Graph) -> str:
             lines.append(f"  {node_id}[({_mermaid_text(node.get('label') or node['name'])})]")
             classes.setdefault("dataset", []).append(node_id)
     for edge in checked.edges:
-        lines.append(f"  {ids[edge['source']]} --> {ids[edge['target']]}")
+        arrow = "==>" if edge.get("kind") == "dependency" else "-->"  # control flow drawn thick
+        lines.append(f"  {ids[edge['source']]} {arrow} {ids[edge['target']]}")
     for edge in checked.column_edges:
         label = _mermaid_text(f"{edge['source_field']} → {edge['target_field']}")
         lines.append(f"  {ids[edge['source']]} -.->|{label}| {ids[edge['target']]}")

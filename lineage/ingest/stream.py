@@ -19,18 +19,21 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
+from pathlib import Path
 
 from pyspark import StorageLevel
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.io.tables import create_raw_tables
-from lineage.settings import Settings, parse_trigger
+from lineage.settings import Settings, is_uri, parse_trigger
 from lineage.transforms.envelope import parse_messages, rejected_messages, valid_events
 
 log = logging.getLogger(__name__)
@@ -40,6 +43,8 @@ COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
 # Test-only fault injection: when set to a batch id, the process kills itself (SIGKILL) right after that
 # batch's events commit and before its rejected commit, to prove the replay path.
 FAULT_ENV = "LINEAGE_FAULT_KILL_AFTER_EVENTS_COMMIT"
+
+STOP_MARKER = "lineage: ingestion stop requested"
 
 
 @dataclass
@@ -89,9 +94,18 @@ def kafka_source(spark: SparkSession, settings: Settings, starting_offsets: str 
     )
     if settings.ingest.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.ingest.max_offsets_per_trigger))
-    for key, value in kafka.consumer.items():
+    for key, value in {**kafka.security.java(), **kafka.consumer}.items():
         reader = reader.option(f"kafka.{key}", value)
     return reader.load()
+
+
+class StopRequested(RuntimeError):
+    """Raised by a batch that starts after a stop was requested, before it writes anything."""
+
+
+def _not_a_requested_stop(record: logging.LogRecord) -> bool:
+    """Py4J logs every exception of a callback as an error; a refused batch after a stop is not one."""
+    return not (record.exc_info and isinstance(record.exc_info[1], StopRequested))
 
 
 class BatchWriter:
@@ -101,12 +115,30 @@ class BatchWriter:
         self._events = settings.catalog.events_table
         self._rejected = settings.catalog.rejected_table
         self._progress = progress
+        self._redactor = settings.redact.redactor()
         fault = os.environ.get(FAULT_ENV)
         self._fault_batch = int(fault) if fault else None
+        self._busy = threading.Lock()  # held while a batch writes
+        self.stopping = threading.Event()
+        self.refused = False  # a batch was refused because a stop was requested
+
+    def request_stop(self) -> None:
+        """Wait for the batch being written (if any) to finish; no later batch writes anything."""
+        with self._busy:
+            self.stopping.set()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        with self._busy:
+            if self.stopping.is_set():
+                # Nothing of this batch is written and Spark does not mark it committed: the next run
+                # reads the same offsets again.
+                self.refused = True
+                raise StopRequested(f"{STOP_MARKER} before batch {batch_id}")
+            self._run(batch, batch_id)
+
+    def _run(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        parsed = parse_messages(batch).persist(StorageLevel.MEMORY_AND_DISK)
+        parsed = parse_messages(batch, self._redactor).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             stats = self._write(parsed, batch_id, started)
         finally:
@@ -194,12 +226,15 @@ def run_ingest(
     progress = progress or IngestProgress()
     create_raw_tables(spark, settings.catalog, settings.ingest.target_file_size_bytes)
     trigger_args = parse_trigger(trigger or settings.ingest.trigger)
-    settings.ingest.checkpoint.mkdir(parents=True, exist_ok=True)
+    checkpoint = str(settings.ingest.checkpoint)
+    if not is_uri(checkpoint):
+        Path(checkpoint).mkdir(parents=True, exist_ok=True)
+    writer = BatchWriter(settings, progress)
     query = (
         kafka_source(spark, settings, starting_offsets)
         .writeStream.queryName(f"ingest-{settings.kafka.topic}")
-        .option("checkpointLocation", str(settings.ingest.checkpoint))
-        .foreachBatch(BatchWriter(settings, progress))
+        .option("checkpointLocation", checkpoint)
+        .foreachBatch(writer)
         .trigger(**trigger_args)
         .start()
     )
@@ -210,17 +245,39 @@ def run_ingest(
         settings.catalog.events_table,
         settings.catalog.rejected_table,
         trigger_args,
-        settings.ingest.checkpoint,
+        checkpoint,
     )
 
-    def _stop(signum: int, _frame: object) -> None:
-        log.info("signal %d: stopping the ingestion query after the current batch", signum)
+    def _stop_between_batches() -> None:
+        writer.request_stop()
+        # The batch that was being written has returned; let Spark finish its trigger (the commit-log
+        # entry) before interrupting, so the stop lands between batches. A trigger that starts meanwhile
+        # is refused by the writer before it writes anything.
+        deadline = time.monotonic() + 60
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.05)
         query.stop()
 
+    def _stop(signum: int, _frame: object) -> None:
+        if writer.stopping.is_set():
+            return
+        log.info("signal %d: stopping the ingestion between batches", signum)
+        # Not query.stop() here: the handler runs on the main thread, whose Py4J connection is busy with
+        # awaitTermination; a second call on it breaks the connection (seen under spark-submit). Another
+        # thread gets a connection of its own, and awaitTermination returns once the query has stopped.
+        threading.Thread(target=_stop_between_batches, name="stop-ingestion", daemon=True).start()
+
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    py4j_log = logging.getLogger("py4j.clientserver")
+    py4j_log.addFilter(_not_a_requested_stop)
     try:
         query.awaitTermination()
+    except StreamingQueryException as exc:
+        if not (writer.refused and STOP_MARKER in str(exc)):
+            raise
+        log.info("stopped before a new batch wrote anything; it is read again by the next run")
     finally:
+        py4j_log.removeFilter(_not_a_requested_stop)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return progress

@@ -14,16 +14,19 @@ import base64
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from lineage.settings import LocalKafkaSettings, load_settings
+from lineage.settings import KafkaSecuritySettings, LocalKafkaSettings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +57,24 @@ class LocalKafka:
     max_message_bytes: int
     partitions: int = 4
     heap: str = "512m"
+    # SASL_SSL with SCRAM-SHA-512 on the client listener (TLS certificate made at set-up, SCRAM users
+    # created when the storage is formatted) and no automatic topic creation. ``users``: name -> password
+    # of the clients; the broker authenticates to itself as ``broker`` with a generated password.
+    sasl_ssl: bool = False
+    users: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_settings(cls, local: LocalKafkaSettings, max_message_bytes: int) -> LocalKafka:
+    def from_settings(
+        cls, local: LocalKafkaSettings, max_message_bytes: int, security: KafkaSecuritySettings | None = None
+    ) -> LocalKafka:
+        users = {}
+        if local.sasl_ssl and security is not None:  # None: stop/status, which need no client user
+            if not security.username:
+                raise ValueError("local_kafka.sasl_ssl needs kafka.security.username and its password")
+            users = {security.username: security.secret()}
         return cls(
+            sasl_ssl=local.sasl_ssl,
+            users=users,
             data_dir=local.data_dir,
             jars_dir=local.jars_dir,
             port=local.port,
@@ -90,6 +107,112 @@ class LocalKafka:
             )
         return str(self.jars_dir / "*")
 
+    @property
+    def tls_dir(self) -> Path:
+        return self.data_dir / "tls"
+
+    @property
+    def ca_file(self) -> Path:
+        """The broker's self-signed certificate (PEM): librdkafka clients trust it (``ssl.ca.location``)."""
+        return self.tls_dir / "broker-cert.pem"
+
+    @property
+    def truststore_file(self) -> Path:
+        """The same certificate as a PKCS12 truststore, for JVM clients (Spark's Kafka source)."""
+        return self.tls_dir / "truststore.p12"
+
+    def _secret(self, name: str) -> str:
+        """A generated password kept in ``tls/<name>`` (owner-only), the same across restarts."""
+        path = self.tls_dir / name
+        if not path.exists():
+            self.tls_dir.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+            path.write_text(secrets.token_hex(16))
+        return path.read_text().strip()
+
+    @property
+    def truststore_password(self) -> str:
+        return self._secret("truststore.password")
+
+    def _make_certificates(self) -> None:
+        """A key pair and self-signed certificate for 127.0.0.1/localhost (keytool, once)."""
+        keystore = self.tls_dir / "broker.p12"
+        if keystore.exists() and self.truststore_file.exists():
+            return
+        store_pw = self._secret("keystore.password")
+        keytool = ["keytool", "-noprompt"]
+        steps = [
+            [
+                *keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048",
+                "-validity", "365", "-dname", "CN=localhost", "-ext", "SAN=ip:127.0.0.1,dns:localhost",
+                "-storetype", "PKCS12", "-keystore", str(keystore), "-storepass", store_pw,
+            ],
+            [
+                *keytool, "-exportcert", "-rfc", "-alias", "broker", "-keystore", str(keystore),
+                "-storepass", store_pw, "-file", str(self.ca_file),
+            ],
+            [
+                *keytool, "-importcert", "-alias", "broker", "-file", str(self.ca_file),
+                "-storetype", "PKCS12", "-keystore", str(self.truststore_file),
+                "-storepass", self.truststore_password,
+            ],
+        ]  # fmt: skip
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"keytool failed: {(done.stderr or done.stdout).strip()[-500:]}")
+
+    def _security_properties(self) -> dict[str, str]:
+        store_pw = self._secret("keystore.password")
+        broker_pw = self._secret("broker.password")
+        return {
+            "listeners": f"SASL_SSL://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"SASL_SSL://127.0.0.1:{self.port}",
+            "inter.broker.listener.name": "SASL_SSL",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="broker" password="{broker_pw}";'
+            ),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.tls_dir / "broker.p12"),
+            "ssl.keystore.password": store_pw,
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(self.truststore_file),
+            "ssl.truststore.password": self.truststore_password,
+            "auto.create.topics.enable": "false",
+        }
+
+    def _scram_arguments(self) -> list[str]:
+        users = {"broker": self._secret("broker.password"), **self.users}
+        return [f"--add-scram=SCRAM-SHA-512=[name={n},password={p}]" for n, p in users.items()]
+
+    def _own_security(self) -> dict[str, str]:
+        """The broker's own credentials, for its start-up check and topic creation."""
+        if not self.sasl_ssl:
+            return {}
+        return {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "broker",
+            "sasl.password": self._secret("broker.password"),
+            "ssl.ca.location": str(self.ca_file),
+        }
+
+    def client_security(self, user: str) -> dict[str, str]:
+        """librdkafka properties of a client authenticating as ``user`` (empty without SASL_SSL)."""
+        if not self.sasl_ssl:
+            return {}
+        return {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": user,
+            "sasl.password": self.users[user],
+            "ssl.ca.location": str(self.ca_file),
+        }
+
     def _write_properties(self) -> None:
         limit = self.max_message_bytes
         props = {
@@ -115,6 +238,9 @@ class LocalKafka:
             "socket.request.max.bytes": str(max(limit * 2, 104857600)),
             "auto.create.topics.enable": "true",
         }
+        if self.sasl_ssl:
+            props.update(self._security_properties())
+        self._properties_file.touch(mode=0o600)  # holds the broker's own passwords in SASL_SSL mode
         self._properties_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def pid(self) -> int | None:
@@ -138,6 +264,8 @@ class LocalKafka:
             raise RuntimeError(f"port {self.port} is taken by another process; set local_kafka.port")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         classpath = self._classpath()
+        if self.sasl_ssl:
+            self._make_certificates()
         self._write_properties()
         java = ["java", f"-Xmx{self.heap}", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath]
         if not (self.data_dir / "logs" / "meta.properties").exists():
@@ -151,6 +279,7 @@ class LocalKafka:
                     f"--cluster-id={cluster_id}",
                     "--config",
                     str(self._properties_file),
+                    *(self._scram_arguments() if self.sasl_ssl else []),
                 ],
                 capture_output=True,
                 text=True,
@@ -181,7 +310,12 @@ class LocalKafka:
         from confluent_kafka.admin import AdminClient
 
         try:
-            metadata = AdminClient({"bootstrap.servers": self.bootstrap_servers}).list_topics(timeout=2)
+            config: dict[str, Any] = {
+                "bootstrap.servers": self.bootstrap_servers,
+                "log_level": "0",
+                **self._own_security(),
+            }
+            metadata = AdminClient(config).list_topics(timeout=2)
         except Exception:
             return False
         return bool(metadata.brokers)
@@ -206,14 +340,26 @@ class LocalKafka:
 
     def create_topic(self, topic: str, partitions: int | None = None) -> None:
         """Create ``topic`` with raised message size limits, unless it exists."""
-        create_topic(self.bootstrap_servers, topic, partitions or self.partitions, self.max_message_bytes)
+        create_topic(
+            self.bootstrap_servers,
+            topic,
+            partitions or self.partitions,
+            self.max_message_bytes,
+            self._own_security(),
+        )
 
 
-def create_topic(bootstrap_servers: str, topic: str, partitions: int, max_message_bytes: int) -> None:
+def create_topic(
+    bootstrap_servers: str,
+    topic: str,
+    partitions: int,
+    max_message_bytes: int,
+    security: Mapping[str, str] | None = None,
+) -> None:
     """Create ``topic`` (replication 1, ``max.message.bytes`` raised) unless it already exists."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(security or {})})
     if topic in admin.list_topics(timeout=10).topics:
         return
     new = NewTopic(
@@ -236,14 +382,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     settings = load_settings()
-    broker = LocalKafka.from_settings(settings.local_kafka, settings.kafka.max_message_bytes)
+    try:
+        broker = LocalKafka.from_settings(
+            settings.local_kafka,
+            settings.kafka.max_message_bytes,
+            settings.kafka.security if args.command == "start" else None,
+        )
+    except ValueError as exc:
+        print(f"local_kafka: {exc}", file=sys.stderr)
+        return 2
     if args.command == "start":
         broker.start()
-        broker.create_topic(settings.kafka.topic)
+        broker.create_topic(settings.kafka.topic)  # the broker's own credentials in SASL_SSL mode
         print(
             f"Kafka running on {broker.bootstrap_servers}, topic {settings.kafka.topic}, "
             f"log {broker.log_file}"
         )
+        if broker.sasl_ssl:
+            print(
+                "SASL_SSL (SCRAM-SHA-512); clients need:\n"
+                f"  LINEAGE__KAFKA__SECURITY__CA_FILE={broker.ca_file}\n"
+                f"  LINEAGE__KAFKA__SECURITY__TRUSTSTORE_FILE={broker.truststore_file}\n"
+                "  LINEAGE__KAFKA__SECURITY__TRUSTSTORE_PASSWORD=$(cat "
+                f"{broker.tls_dir / 'truststore.password'})"
+            )
     elif args.command == "stop":
         broker.stop()
         print("Kafka stopped")

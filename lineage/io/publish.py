@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from openlineage.client import OpenLineageClient
 from openlineage.client.client import Event
@@ -11,25 +11,31 @@ from openlineage.client.client import Event
 log = logging.getLogger(__name__)
 
 
-def producer_config(bootstrap_servers: str, max_message_bytes: int) -> dict[str, str]:
-    """librdkafka settings shared by both paths: size limit raised, every message acknowledged."""
+def producer_config(
+    bootstrap_servers: str, max_message_bytes: int, security: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """librdkafka settings shared by both paths: size limit raised, every message acknowledged, and the
+    security properties of ``kafka.security`` (:meth:`KafkaSecuritySettings.librdkafka`)."""
     return {
         "bootstrap.servers": bootstrap_servers,
         "message.max.bytes": str(max_message_bytes),
         "acks": "all",
         "enable.idempotence": "true",
         "compression.type": "zstd",
+        **(security or {}),
     }
 
 
-def kafka_client(bootstrap_servers: str, topic: str, max_message_bytes: int) -> OpenLineageClient:
+def kafka_client(
+    bootstrap_servers: str, topic: str, max_message_bytes: int, security: Mapping[str, str] | None = None
+) -> OpenLineageClient:
     """An OpenLineage client whose transport is Kafka (``flush`` off: call ``flush(client)`` at the end)."""
     return OpenLineageClient(
         config={
             "transport": {
                 "type": "kafka",
                 "topic": topic,
-                "config": producer_config(bootstrap_servers, max_message_bytes),
+                "config": producer_config(bootstrap_servers, max_message_bytes, security),
                 "flush": False,
             }
         }
@@ -52,6 +58,7 @@ def publish_raw(
     topic: str,
     messages: Sequence[tuple[bytes | None, bytes | None]],
     max_message_bytes: int,
+    security: Mapping[str, str] | None = None,
 ) -> int:
     """Send (key, value) byte pairs as they are: for malformed input and load generation."""
     from confluent_kafka import Producer
@@ -62,7 +69,7 @@ def publish_raw(
         if err is not None:
             errors.append(str(err))
 
-    producer = Producer(producer_config(bootstrap_servers, max_message_bytes))
+    producer = Producer(producer_config(bootstrap_servers, max_message_bytes, security))
     for key, value in messages:
         while True:
             try:
@@ -77,7 +84,7 @@ def publish_raw(
     return len(messages)
 
 
-def topic_message_count(bootstrap_servers: str, topic: str) -> int:
+def topic_message_count(bootstrap_servers: str, topic: str, security: Mapping[str, str] | None = None) -> int:
     """Messages currently in ``topic`` (sum over partitions of high - low watermark); 0 if it is missing."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -86,6 +93,7 @@ def topic_message_count(bootstrap_servers: str, topic: str) -> int:
             "bootstrap.servers": bootstrap_servers,
             "group.id": "lineage-watermarks",
             "enable.auto.commit": "false",
+            **(security or {}),
         }
     )
     try:

@@ -35,14 +35,15 @@ CREATE TABLE IF NOT EXISTS {table} (
     root_job_name        STRING,
     producer             STRING,
     schema_url           STRING,
-    event_json           STRING    COMMENT 'the event exactly as received',
+    event_json           STRING    COMMENT 'the event as received, secrets replaced by the redaction marker',
     payload_bytes        INT,
     kafka_topic          STRING,
     kafka_partition      INT,
     kafka_offset         BIGINT,
     kafka_timestamp      TIMESTAMP,
     kafka_key            STRING,
-    ingested_at          TIMESTAMP
+    ingested_at          TIMESTAMP,
+    redactions           INT       COMMENT 'secrets replaced in event_json and kafka_key'
 ) USING iceberg
 PARTITIONED BY (days(event_time))
 TBLPROPERTIES ({properties})
@@ -55,11 +56,12 @@ CREATE TABLE IF NOT EXISTS {table} (
     kafka_offset     BIGINT,
     kafka_timestamp  TIMESTAMP,
     kafka_key        BINARY,
-    value            BINARY  COMMENT 'the message value, byte for byte',
+    value            BINARY  COMMENT 'the message value, byte for byte except redacted secrets',
     payload_bytes    INT,
     reason           STRING  COMMENT 'stable reason code, see lineage.transforms.envelope.REASONS',
     detail           STRING  COMMENT 'human-readable explanation',
-    ingested_at      TIMESTAMP
+    ingested_at      TIMESTAMP,
+    redactions       INT     COMMENT 'secrets replaced in value and kafka_key (UTF-8 text only)'
 ) USING iceberg
 PARTITIONED BY (days(ingested_at))
 TBLPROPERTIES ({properties})
@@ -79,3 +81,19 @@ def create_raw_tables(spark: SparkSession, catalog: CatalogSettings, target_file
     )
     spark.sql(_EVENTS_DDL.format(table=catalog.events_table, properties=props))
     spark.sql(_REJECTED_DDL.format(table=catalog.rejected_table, properties=props))
+    for table in (catalog.events_table, catalog.rejected_table):
+        _add_missing_columns(spark, table)
+
+
+# Columns added after the first release of the raw tables: a table created before gets them (at the end,
+# where the DDL above has them too; rows written before read as null).
+_ADDED_COLUMNS = {
+    "redactions": "INT COMMENT 'secrets replaced by the redaction marker'",
+}
+
+
+def _add_missing_columns(spark: SparkSession, table: str) -> None:
+    present = set(spark.table(table).columns)
+    for column, definition in _ADDED_COLUMNS.items():
+        if column not in present:
+            spark.sql(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")

@@ -1,9 +1,10 @@
 """``lineage serve``: one aiohttp application, built by :func:`create_app`, run by :func:`serve`.
 
-The app is made of switchable halves: the intake (``serve.intake``, issue 15) and, later, the read API
-(issue 20), each adding its routes and what it owns to the app; ``/healthz`` and ``/metrics`` are always
-there. What a half owns (the intake's Kafka producer) is created and closed by the app's lifespan
-(``cleanup_ctx``), never at import: there is no global state besides what the app holds.
+The app is made of switchable halves: the intake (``serve.intake``, issue 15) and the read API
+(``serve.read``, issue 20, lineage.serve.read), each adding its routes and what it owns to the app;
+``/healthz`` and ``/metrics`` are always there. What a half owns (the intake's Kafka producer, the read
+API's index and its refresh task) is created and closed by the app's lifespan (``cleanup_ctx``), never at
+import: there is no global state besides what the app holds.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
-from lineage.serve import errors, intake
+from lineage.serve import errors, intake, read
 from lineage.serve.auth import ApiKeys, read_hash_file
 from lineage.serve.metrics import Metrics, middleware
 from lineage.settings import Settings
@@ -92,6 +93,10 @@ async def healthz(request: web.Request) -> web.Response:
                 503, body, {"Retry-After": str(app[SETTINGS].serve.retry_after_seconds)}
             )
         body["kafka"] = {"topic": producer.topic, "reachable": True, "partitions": partitions}
+    if read.READ in app:
+        # Reported, not a reason for 503: a lake with no build yet is a state the service starts in, and
+        # the read endpoints say so themselves (503 LINEAGE_NOT_BUILT).
+        body["read"] = app[read.READ].health()
     return errors.json_response(200, body)
 
 
@@ -100,7 +105,8 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def create_app(settings: Settings) -> web.Application:
-    """The service's application: the intake when ``serve.intake`` is on, health and metrics always."""
+    """The service's application: the intake (``serve.intake``) and the read API (``serve.read``) when on,
+    health and metrics always."""
     collected = Metrics()
     app = web.Application(
         middlewares=[middleware(collected), errors.error_middleware],
@@ -111,8 +117,11 @@ def create_app(settings: Settings) -> web.Application:
     app[METRICS] = collected
     app.router.add_get("/healthz", healthz, name="healthz")
     app.router.add_get("/metrics", metrics, name="metrics")
+    keys = api_keys(settings)
     if settings.serve.intake:
-        intake.setup(app, settings, collected, api_keys(settings))
+        intake.setup(app, settings, collected, keys)
+    if settings.serve.read:
+        read.setup(app, settings, keys)
     return app
 
 
@@ -130,8 +139,8 @@ def check_exposure(settings: Settings, host: str) -> str:
     keys = api_keys(settings)
     if keys.enabled:
         return "API keys required (Authorization: Bearer ...)"
-    if not settings.serve.intake:
-        return "no authentication (no intake)"
+    if not settings.serve.intake and not settings.serve.read:
+        return "no authentication (health and metrics only)"
     if not is_loopback(host):
         raise ConfigurationError(
             f"refusing to listen on {host} without an API key: configure serve.api_key_hashes or "
@@ -161,7 +170,7 @@ def serve(settings: Settings, host: str, port: int) -> None:
         reuse_port=False,
     )
     scheme = "https" if context else "http"
-    halves = ["intake" if settings.serve.intake else None]
+    halves = ["intake" if settings.serve.intake else None, "read API" if settings.serve.read else None]
     log.info(
         "lineage serve on %s://%s:%s (%s); %s; topic %s on %s, body limit %d bytes",
         scheme,

@@ -48,19 +48,21 @@ def _transformation(node: Column) -> Column:
 
 
 def _legacy_transformation(field_entry: Column) -> Column:
-    """The one transformation of an input field without ``transformations`` (facet 1-0-x).
+    """The one transformation of an input field without ``transformations`` (facet 1-0-x, dbt, Airflow's SQL
+    parser).
 
     The first facet versions put ``transformationType`` (IDENTITY or MASKED, spec/facets/
-    ColumnLineageDatasetFacet.md of 1-0-x) and ``transformationDescription`` on the output field. Every input
-    of such a field was used to compute its value, so it is DIRECT.
+    ColumnLineageDatasetFacet.md of 1-0-x) and ``transformationDescription`` on the output field. Whether
+    the input's values flow into the output (DIRECT) or only influence it (INDIRECT) is not said, so the type
+    is unknown (null); ``transformationType`` is kept as given in ``subtype`` and the description as given.
     """
-    kind = F.upper(F.trim(get(field_entry, "$.transformationType")))
+    kind = get(field_entry, "$.transformationType")
     return F.struct(
-        F.lit(DIRECT).alias("type"),
+        F.lit(None).cast("string").alias("type"),
         kind.alias("subtype"),
         get(field_entry, "$.transformationDescription").alias("description"),
         # Facet 1-0-x: MASKED = "a hash of the input value that doesn't expose the original value".
-        F.coalesce(kind.contains("MASK"), F.lit(False)).alias("masking"),
+        F.coalesce(F.upper(kind).contains("MASK"), F.lit(False)).alias("masking"),
     )
 
 

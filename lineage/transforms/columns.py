@@ -67,12 +67,10 @@ def column_edges(
     - Transformations are kept faithfully: ``transformations`` is the sorted array of the distinct
       ``(type, subtype, description, masking)`` structs ever reported for the edge (type and subtype
       upper-cased, ``masking`` false when absent); several on one column pair are all kept.
-    - Legacy facet (1-0-x, no ``transformations`` on the input field): one DIRECT transformation with
-      ``subtype`` = ``transformationType`` upper-cased (IDENTITY -> DIRECT/IDENTITY, TRANSFORMATION ->
-      DIRECT/TRANSFORMATION, AGGREGATION -> DIRECT/AGGREGATION, any other value -> DIRECT/that value),
-      ``description`` = ``transformationDescription``, ``masking`` = the value contains ``MASK`` (1-0-x
-      allowed IDENTITY and MASKED). No ``transformationType`` either: DIRECT with a null subtype (1-0-x
-      listed the fields "used to evaluate" the output field).
+    - Legacy facet (1-0-x, dbt, Airflow's SQL parser: no ``transformations`` on the input field): one
+      transformation of unknown type (null: the facet does not say DIRECT or INDIRECT), ``subtype`` =
+      ``transformationType`` and ``description`` = ``transformationDescription`` as given, ``masking`` = the
+      type contains ``MASK`` (1-0-x allowed IDENTITY and MASKED). Such an edge is not ``is_direct``.
     - Dataset-wide dependencies (``dataset[]``) are edges with ``scope`` = ``dataset`` and a null
       ``target_field``, never exploded into every output column; an entry without transformations gets one
       INDIRECT with a null subtype.
@@ -143,7 +141,8 @@ def column_edges(
         *EDGE_KEY,
         "scope",
         "transformations",
-        F.exists(t, lambda x: x["type"] == DIRECT).alias("is_direct"),
+        # An unknown (null) type is not DIRECT: false, not null.
+        F.exists(t, lambda x: F.coalesce(x["type"] == DIRECT, F.lit(False))).alias("is_direct"),
         F.array_sort(
             F.array_distinct(F.filter(F.transform(t, lambda x: x["subtype"]), lambda s: s.isNotNull()))
         ).alias("subtypes"),
@@ -420,3 +419,93 @@ def column_paths(
         if checkpoint is not None:
             paths = checkpoint(paths)
     return paths
+
+
+def column_summary(column_edges: DataFrame, column_paths: DataFrame) -> DataFrame:
+    """Per column (dataset, field) that takes part in column lineage: its upstream and downstream reach.
+
+    - ``upstream_column_count``: distinct source columns with a path into it (any number of hops);
+      ``direct_upstream_column_count``: those with an all-DIRECT shortest path (values flow in, not only
+      influence it);
+    - ``downstream_column_count`` and ``downstream_dataset_count``: the columns and datasets it reaches;
+    - ``masked``: some edge into it, or into any of its upstream columns, carries a masking transformation
+      (its values may be hashed or redacted on the way);
+    - ``first_seen``/``last_seen``: over the column edges that touch it (either end).
+
+    Only field-scope edges name columns; a dataset-wide dependency is not a column's.
+
+    Args:
+        column_edges: output of :func:`column_edges`.
+        column_paths: output of :func:`column_paths` on the same edges.
+
+    Returns:
+        ``dataset_id, field, upstream_column_count, direct_upstream_column_count, downstream_column_count,
+        downstream_dataset_count, masked, first_seen, last_seen``.
+    """
+    fields = column_edges.where((F.col("scope") == FIELD_SCOPE) & F.col("target_field").isNotNull())
+    ends = fields.select(
+        F.col("target_dataset_id").alias("dataset_id"),
+        F.col("target_field").alias("field"),
+        "first_seen",
+        "last_seen",
+    ).unionByName(
+        fields.select(
+            F.col("source_dataset_id").alias("dataset_id"),
+            F.col("source_field").alias("field"),
+            "first_seen",
+            "last_seen",
+        )
+    )
+    seen = ends.groupBy("dataset_id", "field").agg(
+        F.min("first_seen").alias("first_seen"), F.max("last_seen").alias("last_seen")
+    )
+    into = ["target_dataset_id", "target_field"]
+    upstream = column_paths.groupBy(*into).agg(
+        F.count(F.lit(1)).alias("upstream_column_count"),
+        F.count(F.when(F.col("all_direct"), F.lit(1))).alias("direct_upstream_column_count"),
+    )
+    downstream = column_paths.groupBy("source_dataset_id", "source_field").agg(
+        F.count(F.lit(1)).alias("downstream_column_count"),
+        F.count_distinct("target_dataset_id").alias("downstream_dataset_count"),
+    )
+    masked_at = fields.where(F.col("masking")).select(*into).distinct()
+    masked_above = (
+        column_paths.join(
+            masked_at.select(
+                F.col("target_dataset_id").alias("source_dataset_id"),
+                F.col("target_field").alias("source_field"),
+            ),
+            ["source_dataset_id", "source_field"],
+            "left_semi",
+        )
+        .select(*into)
+        .unionByName(masked_at)
+        .distinct()
+        .withColumn("masked", F.lit(True))
+    )
+
+    def keyed(frame: DataFrame, dataset: str, field: str) -> DataFrame:
+        return frame.withColumnRenamed(dataset, "dataset_id").withColumnRenamed(field, "field")
+
+    zero = F.lit(0).cast("bigint")
+    joined = (
+        seen.join(keyed(upstream, *into), ["dataset_id", "field"], "left")
+        .join(keyed(downstream, "source_dataset_id", "source_field"), ["dataset_id", "field"], "left")
+        .join(keyed(masked_above, *into), ["dataset_id", "field"], "left")
+    )
+    return joined.select(
+        "dataset_id",
+        "field",
+        *[
+            F.coalesce(F.col(c), zero).alias(c)
+            for c in (
+                "upstream_column_count",
+                "direct_upstream_column_count",
+                "downstream_column_count",
+                "downstream_dataset_count",
+            )
+        ],
+        F.coalesce(F.col("masked"), F.lit(False)).alias("masked"),
+        "first_seen",
+        "last_seen",
+    )

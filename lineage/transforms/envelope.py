@@ -13,10 +13,12 @@ into column expressions. ``tests/unit/test_validation_parity.py`` checks both gi
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lineage.events import rules
+from lineage.events import redact, rules
 from lineage.events.rules import (  # re-exported: the reason codes' historical home
     DATASET_EVENT,
     EMPTY_VALUE,
@@ -97,6 +99,7 @@ EVENT_COLUMNS = (
     "kafka_timestamp",
     "kafka_key",
     "ingested_at",
+    "redactions",
 )
 
 # Columns of ``lake.raw.rejected`` in table order.
@@ -111,6 +114,7 @@ REJECTED_COLUMNS = (
     "reason",
     "detail",
     "ingested_at",
+    "redactions",
 )
 
 
@@ -155,18 +159,55 @@ def _head(text: Column) -> Column:
     return F.substring(text, 1, rules.DETAIL_VALUE_CHARS)
 
 
-def parse_messages(messages: DataFrame) -> DataFrame:
-    """Validate Kafka records and extract the OpenLineage envelope.
+def _redacted(binary: Column, redactor: redact.Redactor) -> Column:
+    """``binary`` with its secrets replaced (:mod:`lineage.events.redact`) when it is UTF-8 text; other
+    bytes cannot be matched as text and stay as they are (null stays null)."""
+    text = binary.cast("string")
+    replaced = F.regexp_replace(text, F.lit(redactor.pattern), F.lit(redactor.replacement_java()))
+    # The full pattern only where the cheap trigger finds a literal some rule needs (same as Python).
+    candidate = F.is_valid_utf8(text) & text.rlike(redactor.trigger)
+    return F.when(candidate, replaced.cast("binary")).otherwise(binary)
+
+
+def _markers(binary: Column) -> Column:
+    """How many redaction markers the (UTF-8) bytes hold; 0 for null or other bytes."""
+    text = binary.cast("string")
+    marker = F.lit(re.escape(redact.MARKER))
+    return F.coalesce(F.when(F.is_valid_utf8(text), F.regexp_count(text, marker)), F.lit(0))
+
+
+def redact_messages(messages: DataFrame, redactor: redact.Redactor | None) -> DataFrame:
+    """Kafka records with secrets in ``value`` and ``key`` replaced and counted (``redactions``).
+
+    The count is the number of markers in the stored value and key, so a value the HTTP intake already
+    redacted counts too. With ``redactor=None`` nothing is replaced (markers are still counted).
+    """
+    # payload_bytes: the size as received, not as stored.
+    messages = messages.withColumn("payload_bytes", F.coalesce(F.length("value"), F.lit(0)))
+    if redactor is None:
+        return messages.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
+    replaced = messages.withColumns(
+        {"value": _redacted(F.col("value"), redactor), "key": _redacted(F.col("key"), redactor)}
+    )
+    return replaced.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
+
+
+def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redact.DEFAULT) -> DataFrame:
+    """Redact secrets, validate Kafka records and extract the OpenLineage envelope.
 
     Args:
         messages: rows as Spark's Kafka source gives them (``key``, ``value`` binary; ``topic``,
             ``partition``, ``offset``, ``timestamp``).
+        redactor: the secret rules (:mod:`lineage.events.redact`), applied before anything else, so the
+            envelope, the stored JSON and everything built from it carry only the marker; ``None``
+            turns redaction off.
 
     Returns:
-        One row per message with the envelope columns, the original ``value`` bytes (the event JSON is
-        derived from them on write, so a cached batch holds each payload once) and, for invalid messages,
-        a non-null ``reason`` and ``detail`` (:mod:`lineage.events.rules`).
+        One row per message with the envelope columns, the (redacted) ``value`` bytes (the event JSON is
+        derived from them on write, so a cached batch holds each payload once), ``redactions`` and, for
+        invalid messages, a non-null ``reason`` and ``detail`` (:mod:`lineage.events.rules`).
     """
+    messages = redact_messages(messages, redactor)
     text = F.col("value").cast("string")
     v = F.col("_v")
     event_time_text = F.col("_event_time_text")
@@ -178,7 +219,8 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        F.coalesce(F.length("value"), F.lit(0)).alias("payload_bytes"),
+        F.col("payload_bytes"),
+        F.col("redactions"),
         F.coalesce(F.regexp_extract(text, _FIRST_CHAR, 1), F.lit("")).alias("_first"),
         F.is_valid_utf8(text).alias("_utf8"),
         F.try_parse_json(text).alias("_v"),
@@ -191,6 +233,10 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         present = F.try_variant_get(v, f"$.{event_kind.marker}", "variant").isNotNull()
         kind = F.when(present, F.lit(event_kind.name)).otherwise(kind)
     event_type_node = _path(v, "$.eventType")
+    # Only a RunEvent has eventType: one that has it is a RunEvent whatever other keys it has.
+    kind = F.when(
+        event_type_node.isNotNull() & ~F.is_variant_null(event_type_node), F.lit(RUN_EVENT)
+    ).otherwise(kind)
     event_type = F.upper(_as_string(event_type_node))
 
     extracted = with_variant.select(
@@ -199,8 +245,8 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         _as_string(nodes["eventTime"]).alias("_event_time_text"),
         event_type_node.alias("_event_type_node"),
         event_type.alias("event_type"),
-        *[_as_string(nodes[n]).alias(c) for n, c in _STRING_FIELDS],
-        *[F.try_variant_get(v, p, "string").alias(c) for p, c in _OPTIONAL_STRINGS(parent)],
+        *[_run_id(_as_string(nodes[n]), c).alias(c) for n, c in _STRING_FIELDS],
+        *[_run_id(F.try_variant_get(v, p, "string"), c).alias(c) for p, c in _OPTIONAL_STRINGS(parent)],
     ).withColumn(
         # The shared pattern first: Spark's cast alone also takes '2026', '08:00:00' (today) or region ids.
         "event_time",
@@ -222,6 +268,9 @@ def parse_messages(messages: DataFrame) -> DataFrame:
     type_given = type_node.isNotNull() & ~F.is_variant_null(type_node)
     bad_type = type_given & (~_is_string(type_node) | ~F.col("event_type").isin(*EVENT_TYPES))
     bad_run_id = (kind_col == RUN_EVENT) & ~F.col("run_id").rlike(_java_anchored(UUID_PATTERN))
+    first_second = F.timestamp_micros(F.lit(_epoch_micros(rules.EVENT_TIME_MIN_YEAR)))
+    past_last_second = F.timestamp_micros(F.lit(_epoch_micros(rules.EVENT_TIME_MAX_YEAR + 1)))
+    out_of_range = (F.col("event_time") < first_second) | (F.col("event_time") >= past_last_second)
 
     reason = (
         F.when(F.col("_first") == "", F.lit(EMPTY_VALUE))
@@ -232,6 +281,7 @@ def parse_messages(messages: DataFrame) -> DataFrame:
         .when(kind_col.isNull(), F.lit(UNKNOWN_EVENT_KIND))
         .when(kind_reason.isNotNull(), kind_reason)
         .when(F.col("event_time").isNull(), F.lit(INVALID_EVENT_TIME))
+        .when(out_of_range, F.lit(rules.EVENT_TIME_OUT_OF_RANGE))
         .when(bad_type, F.lit(UNKNOWN_EVENT_TYPE))
         .when(bad_run_id, F.lit(INVALID_RUN_ID))
     )
@@ -247,16 +297,32 @@ def parse_messages(messages: DataFrame) -> DataFrame:
             F.col("event_time").isNull(),
             F.concat(F.lit(rules.DETAIL_EVENT_TIME_PREFIX), _head(event_time_text)),
         )
+        .when(out_of_range, F.concat(F.lit(rules.DETAIL_EVENT_TIME_RANGE_PREFIX), _head(event_time_text)))
         .when(bad_type, F.concat(F.lit(rules.DETAIL_EVENT_TYPE_PREFIX), _head(F.to_json(type_node))))
-        .when(bad_run_id, F.concat(F.lit(rules.DETAIL_RUN_ID_PREFIX), _head(F.col("run_id"))))
+        .when(bad_run_id, F.concat(F.lit(rules.DETAIL_RUN_ID_PREFIX), _head(_as_string(nodes["run.runId"]))))
     )
     return extracted.select(
-        *[c for c in EVENT_COLUMNS if c not in {"event_json", "kafka_key", "ingested_at"}],
+        *[c for c in EVENT_COLUMNS if c not in {"event_json", "kafka_key", "ingested_at", "redactions"}],
         F.col("key").alias("kafka_key"),
         F.col("value"),
         reason.alias("reason"),
         detail.alias("detail"),
+        F.col("redactions"),
     )
+
+
+_RUN_ID_COLUMNS = frozenset({"run_id", "parent_run_id", "root_run_id"})
+
+
+def _run_id(value: Column, column: str) -> Column:
+    """Run ids in lower case (UUID hex is case-insensitive; one run, one key); other columns unchanged."""
+    return F.lower(value) if column in _RUN_ID_COLUMNS else value
+
+
+def _epoch_micros(year: int) -> int:
+    """Microseconds from the Unix epoch to the first instant of ``year`` (UTC, proleptic Gregorian)."""
+    days = sum(366 if (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)) else 365 for y in range(1970, year))
+    return days * 86_400 * 1_000_000
 
 
 _STRING_FIELDS = (

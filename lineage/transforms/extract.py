@@ -50,6 +50,16 @@ FACT_COLUMNS = (
     "run_error",
     "run_nominal_time",
     "run_processing_engine",
+    "run_dependencies",
+    "run_tags",
+)
+
+# One declared job dependency of a run, relative to the run's own job (``direction`` upstream: the named job
+# runs before this one). ``source``: ``jobDependencies`` (the OpenLineage run facet) or ``airflow`` (the task
+# facet's upstream/downstream task ids).
+DEPENDENCY_TYPE = (
+    "struct<direction:string,job_namespace:string,job_name:string,run_id:string,dependency_type:string,"
+    "sequence_trigger_rule:string,status_trigger_rule:string,source:string>"
 )
 
 MENTION_TYPE = (
@@ -59,7 +69,8 @@ MENTION_TYPE = (
     + SCHEMA_FIELDS_TYPE
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
-    + ">,row_count:bigint,size_bytes:bigint,file_count:bigint>"
+    + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
+    "previous_name:string,tags:" + TAGS_TYPE + ">"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -97,6 +108,11 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         stat("rowCount").alias("row_count"),
         stat("size").alias("size_bytes"),
         stat("fileCount").alias("file_count"),
+        # lifecycleStateChange (CREATE, DROP, OVERWRITE, TRUNCATE, ALTER, RENAME with previousIdentifier).
+        F.upper(F.trim(get(node, "$.facets.lifecycleStateChange.lifecycleStateChange"))).alias("lifecycle"),
+        get(node, "$.facets.lifecycleStateChange.previousIdentifier.namespace").alias("previous_namespace"),
+        get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
+        get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
     )
 
 
@@ -118,6 +134,58 @@ def _mentions(v: Column) -> Column:
     )
 
 
+def _declared(v: Column, direction: str) -> Column:
+    def one(node: Column) -> Column:
+        return F.struct(
+            F.lit(direction).alias("direction"),
+            get(node, "$.job.namespace").alias("job_namespace"),
+            get(node, "$.job.name").alias("job_name"),
+            F.lower(F.trim(get(node, "$.run.runId"))).alias("run_id"),
+            get(node, "$.dependency_type").alias("dependency_type"),
+            get(node, "$.sequence_trigger_rule").alias("sequence_trigger_rule"),
+            get(node, "$.status_trigger_rule").alias("status_trigger_rule"),
+            F.lit("jobDependencies").alias("source"),
+        )
+
+    return F.transform(get(v, f"$.run.facets.jobDependencies.{direction}", "array<variant>"), one)
+
+
+def _airflow_tasks(v: Column, direction: str) -> Column:
+    """The task ids of the ``airflow`` run facet's ``<direction>_task_ids`` as jobs ``<dag_id>.<task_id>`` in
+    the event's job namespace. Provider versions send a JSON array or a string holding a Python list repr
+    (``"['load_raw']"``); both are read by taking the quoted items of the value's text."""
+    task = "$.run.facets.airflow.task"
+    text = get(v, f"{task}.{direction}_task_ids")  # an array reads as its JSON text
+    ids = F.regexp_extract_all(text, F.lit("""['"]([^'"]+)['"]"""), 1)
+    dag = F.coalesce(get(v, "$.run.facets.airflow.dag.dag_id"), get(v, "$.run.facets.parent.job.name"))
+    trigger = get(v, f"{task}.trigger_rule")
+    return F.transform(
+        ids,
+        lambda task_id: F.struct(
+            F.lit(direction).alias("direction"),
+            F.col("job_namespace").alias("job_namespace"),
+            F.concat(dag, F.lit("."), task_id).alias("job_name"),
+            F.lit(None).cast("string").alias("run_id"),
+            F.lit(None).cast("string").alias("dependency_type"),
+            F.lit(None).cast("string").alias("sequence_trigger_rule"),
+            # Airflow's trigger rule belongs to the downstream task (this one for its upstream ids).
+            (trigger if direction == "upstream" else F.lit(None).cast("string")).alias("status_trigger_rule"),
+            F.lit("airflow").alias("source"),
+        ),
+    )
+
+
+def _dependencies(v: Column) -> Column:
+    empty = F.array().cast(f"array<{DEPENDENCY_TYPE}>")
+    parts = [
+        F.coalesce(part, empty)
+        for direction in ("upstream", "downstream")
+        for part in (_declared(v, direction), _airflow_tasks(v, direction))
+    ]
+    every = F.filter(F.concat(*parts), lambda d: d["job_name"].isNotNull() & d["job_namespace"].isNotNull())
+    return F.when(F.size(every) > 0, every)
+
+
 def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataFrame:
     """Parse each event's JSON once and read everything the model needs from it.
 
@@ -131,8 +199,10 @@ def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataF
         entries), row_count, size_bytes, file_count): the job facets
         (``job_type`` = integration/job_type/processing_type, ``job_description``, ``job_source_code``,
         ``job_owners``, ``job_tags``), the run facets (``run_error`` = message/stack_trace/language,
-        ``run_nominal_time`` = start/end, ``run_processing_engine`` = name/version/adapter), each null when
-        the event does not carry the facet, and ``event_hash`` (SHA-256 of the JSON: duplicates and ties).
+        ``run_nominal_time`` = start/end, ``run_processing_engine`` = name/version/adapter,
+        ``run_dependencies``: the ``jobDependencies`` facet and Airflow's task ids, see
+        :data:`DEPENDENCY_TYPE`, ``run_tags``), each null when the event does not carry the facet, and
+        ``event_hash`` (SHA-256 of the JSON: duplicates and ties).
     """
     v = F.col("_v")
     job = "$.job.facets"
@@ -174,6 +244,8 @@ def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataF
         _facet(
             v, f"{run}.processing_engine", name="name", version="version", adapter="openlineageAdapterVersion"
         ).alias("run_processing_engine"),
+        _dependencies(v).alias("run_dependencies"),
+        get(v, f"{run}.tags.tags", TAGS_TYPE).alias("run_tags"),
         _mentions(v).alias("mentions"),
     )
 

@@ -51,7 +51,7 @@ from lineage.transforms.model_graph import (
     run_io,
     static_io,
 )
-from lineage.transforms.model_runs import heartbeat_gaps, jobs, run_liveness, runs
+from lineage.transforms.model_runs import heartbeat_gaps, job_dependencies, jobs, run_liveness, runs
 
 __all__ = [
     "AliasGraph",
@@ -69,6 +69,7 @@ __all__ = [
     "fold_datasets",
     "fold_schemas",
     "heartbeat_gaps",
+    "job_dependencies",
     "job_edges",
     "job_summary",
     "jobs",

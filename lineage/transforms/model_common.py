@@ -17,6 +17,7 @@ __all__ = ["DATASET_EVENT", "JOB_EVENT", "RUN_EVENT"]
 TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
 RUNNING = "RUNNING"
 LOST = "LOST"
+UNKNOWN = "UNKNOWN"  # a parent run known only from its children
 
 # Spark DDL types of the facet parts the model keeps.
 SCHEMA_FIELDS_TYPE = "array<struct<name:string,type:string,description:string>>"

@@ -15,6 +15,11 @@ from pyspark.sql import functions as F
 from lineage.transforms.extract import extract_events
 from lineage.transforms.model_common import dataset_id, latest, short_hash
 
+
+def _no_identifiers() -> Column:
+    return F.array().cast("array<struct<namespace:string,name:string,type:string>>")
+
+
 # scheme :// authority rest
 _URI = r"^([A-Za-z][A-Za-z0-9+.\-]*)://([^/]*)(.*)$"
 
@@ -106,7 +111,9 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         (input/output/static), namespace, name (normalised), raw_namespace, raw_name (as reported), symlinks
         (array of namespace/name/type, normalised), schema_fields (array of name/type/description),
         row_count, size_bytes, file_count (input or output statistics facet), column_facet and
-        column_entries (the column-lineage facets: a digest of their content and their typed entries)``.
+        column_entries (the column-lineage facets: a digest of their content and their typed entries),
+        lifecycle (the lifecycleStateChange facet, upper case), previous_namespace, previous_name (its
+        previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
     exploded = extracted.select(*_MENTION_EVENT, F.explode("mentions").alias("m")).where(
@@ -134,6 +141,10 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         F.col("m.file_count").alias("file_count"),
         F.col("m.column_facet").alias("column_facet"),
         F.col("m.column_entries").alias("column_entries"),
+        F.col("m.lifecycle").alias("lifecycle"),
+        normalize_namespace(F.col("m.previous_namespace")).alias("previous_namespace"),
+        normalize_name(F.col("m.previous_name")).alias("previous_name"),
+        F.col("m.tags").alias("tags"),
     )
 
 
@@ -145,8 +156,9 @@ def dataset_aliases(
 ) -> DataFrame:
     """Map every (namespace, name) seen to one canonical dataset.
 
-    Graph: a node is a normalised name after alias rules; every symlink identifier is linked to the dataset
-    that reports it. Each connected component is one real dataset (Iceberg location ↔ catalog table, Kafka
+    Graph: a node is a normalised name after alias rules; every symlink identifier, and the previous
+    identifier of a RENAME (``lifecycleStateChange``), is linked to the dataset that reports it. Each
+    connected component is one real dataset (Iceberg location ↔ catalog table, Kafka
     topic ↔ Flink SQL table, the same topic under two bootstrap addresses).
 
     Canonical name rule (independent of arrival order and event time): prefer nodes reported as a dataset's
@@ -161,7 +173,7 @@ def dataset_aliases(
 
     ``alias_kind`` is the first step that changed the name: ``self`` (the alias is the canonical name),
     ``normalized`` (naming-spec normalisation), ``alias_rule`` (a user rule), ``symlink`` (merged through the
-    symlinks facet).
+    symlinks facet), ``renamed`` (a name the dataset had before a RENAME).
 
     Args:
         mentions: output of :func:`dataset_mentions`.
@@ -192,7 +204,28 @@ class AliasGraph:
 
 def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None = None) -> AliasGraph:
     """Nodes, initial labels and edges of the alias graph (see :func:`dataset_aliases`); lazy."""
-    reported = mentions.select("raw_namespace", "raw_name", "namespace", "name", "symlinks")
+    # A RENAME's previous name is one more name of the dataset (lowest priority for the label), linked to
+    # the new one like a symlink, so the history under both names is one dataset's.
+    renamed = F.when(
+        (F.col("lifecycle") == "RENAME")
+        & F.col("previous_namespace").isNotNull()
+        & F.col("previous_name").isNotNull(),
+        F.array(
+            F.struct(
+                F.col("previous_namespace").alias("namespace"),
+                F.col("previous_name").alias("name"),
+                F.lit("PREVIOUS_IDENTIFIER").alias("type"),
+            )
+        ),
+    )
+    reported = mentions.select(
+        "raw_namespace",
+        "raw_name",
+        "namespace",
+        "name",
+        "symlinks",
+        F.coalesce(renamed, _no_identifiers()).alias("previous"),
+    )
     as_reported = reported.select(
         F.col("raw_namespace").alias("alias_namespace"),
         F.col("raw_name").alias("alias_name"),
@@ -214,9 +247,17 @@ def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None =
         F.col("s.name").alias("norm_name"),
         F.lit(1).alias("rank"),
     )
+    previous = reported.select(F.explode("previous").alias("s")).select(
+        F.col("s.namespace").alias("alias_namespace"),
+        F.col("s.name").alias("alias_name"),
+        F.col("s.namespace").alias("norm_namespace"),
+        F.col("s.name").alias("norm_name"),
+        F.lit(2).alias("rank"),
+    )
     forms = (
         as_reported.unionByName(normalised)
         .unionByName(symlinked)
+        .unionByName(previous)
         .withColumn("node_namespace", apply_alias_rules(F.col("norm_namespace"), alias_rules))
         .withColumn("node_name", F.col("norm_name"))
     )
@@ -233,7 +274,7 @@ def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None =
     links = reported.select(
         aliased(F.col("namespace")).alias("a_ns"),
         F.col("name").alias("a_n"),
-        F.explode("symlinks").alias("s"),
+        F.explode(F.concat(F.coalesce(F.col("symlinks"), _no_identifiers()), F.col("previous"))).alias("s"),
     ).select("a_ns", "a_n", aliased(F.col("s.namespace")).alias("b_ns"), F.col("s.name").alias("b_n"))
     # Undirected edges plus a self-loop per node, so one join per round both keeps and spreads labels.
     edges = (
@@ -275,14 +316,22 @@ def alias_forms(aliases: DataFrame, alias_rules: list[tuple[str, str]] | None = 
         alias_rules: the rules the graph is built with.
 
     Returns:
-        ``alias_namespace, alias_name, norm_namespace, norm_name, node_namespace, node_name``.
+        ``alias_namespace, alias_name, norm_namespace, norm_name, rank, node_namespace, node_name``; ``rank``
+        is 2 for an alias of kind ``renamed`` (only ever seen as a RENAME's previous name), else 0 (the
+        rank only tells ``renamed`` from ``symlink`` apart once the labels are known).
     """
     norm_namespace = normalize_namespace(F.col("alias_namespace"))
+    rank = (
+        F.when(F.col("alias_kind") == "renamed", F.lit(2)).otherwise(F.lit(0))
+        if "alias_kind" in aliases.columns
+        else F.lit(0)
+    )
     return aliases.select(
         "alias_namespace",
         "alias_name",
         norm_namespace.alias("norm_namespace"),
         normalize_name(F.col("alias_name")).alias("norm_name"),
+        rank.alias("rank"),
         apply_alias_rules(norm_namespace, alias_rules).alias("node_namespace"),
         normalize_name(F.col("alias_name")).alias("node_name"),
     )
@@ -319,11 +368,12 @@ def resolve_aliases(graph: AliasGraph, labels: DataFrame) -> DataFrame:
         F.when((alias_ns == canonical_ns) & (alias_n == canonical_n), F.lit("self"))
         .when((alias_ns != F.col("norm_namespace")) | (alias_n != F.col("norm_name")), F.lit("normalized"))
         .when(F.col("norm_namespace") != F.col("node_namespace"), F.lit("alias_rule"))
+        .when(F.col("rank") == 2, F.lit("renamed"))
         .otherwise(F.lit("symlink"))
     )
     return (
-        forms.select("alias_namespace", "alias_name", "norm_namespace", "norm_name", *node)
-        .distinct()
+        forms.groupBy("alias_namespace", "alias_name", "norm_namespace", "norm_name", *node)
+        .agg(F.min("rank").alias("rank"))
         .join(labels, node)
         .select(
             "alias_namespace",
@@ -373,7 +423,8 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         aliases: output of :func:`dataset_aliases`.
 
     Returns:
-        ``dataset_id, namespace, name, first_seen, last_seen, schema_fields, schema_hash, alias_count``.
+        ``dataset_id, namespace, name, first_seen, last_seen, schema_fields, schema_hash, alias_count, tags``
+        (of the latest mention carrying the ``tags`` facet).
     """
     fields = F.col("schema_fields")
     folded = (
@@ -383,6 +434,7 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
             F.min("event_time").alias("first_seen"),
             F.max("event_time").alias("last_seen"),
             latest(fields, _has_schema(fields)).alias("schema_fields"),
+            latest(F.col("tags")).alias("tags"),
         )
     )
     alias_counts = aliases.groupBy("dataset_id").agg(
@@ -397,6 +449,7 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         "schema_fields",
         F.when(fields.isNotNull(), schema_hash(fields)).alias("schema_hash"),
         "alias_count",
+        "tags",
     )
 
 
@@ -470,6 +523,7 @@ def fold_datasets(new: DataFrame, old: DataFrame) -> DataFrame:
         .alias("schema_fields"),
         F.when(has_new_schema, F.col("n.schema_hash")).otherwise(F.col("o.schema_hash")).alias("schema_hash"),
         F.col("o.alias_count").alias("alias_count"),
+        F.coalesce(F.col("n.tags"), F.col("o.tags")).alias("tags"),
     )
 
 

@@ -26,7 +26,8 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
 
     Returns:
         ``run_id, job_namespace, job_name, dataset_id, direction (input/output), first_seen, last_seen,
-        row_count, size_bytes, file_count``.
+        row_count, size_bytes, file_count, lifecycle_states`` (the distinct ``lifecycleStateChange`` values
+        the run reported for the dataset, sorted: CREATE, DROP, OVERWRITE, TRUNCATE, ALTER, RENAME).
     """
     stats = F.struct("row_count", "size_bytes", "file_count")
     has_stats = (
@@ -41,6 +42,7 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
             F.min("event_time").alias("first_seen"),
             F.max("event_time").alias("last_seen"),
             latest(stats, has_stats).alias("_stats"),
+            F.array_sort(F.collect_set("lifecycle")).alias("lifecycle_states"),
         )
     )
     return folded.select(
@@ -54,7 +56,13 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         "_stats.row_count",
         "_stats.size_bytes",
         "_stats.file_count",
+        "lifecycle_states",
     )
+
+
+def drops_only(lifecycle_states: Column) -> Column:
+    """True for a run's output that only DROPped the dataset: the run is not the dataset's producer."""
+    return F.coalesce(lifecycle_states == F.array(F.lit("DROP")), F.lit(False))
 
 
 def static_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
@@ -88,7 +96,9 @@ def job_edges(run_io: DataFrame, runs: DataFrame, static: DataFrame | None = Non
         static: output of :func:`static_io`, optional.
 
     Returns:
-        ``job_namespace, job_name, dataset_id, direction, run_count, first_seen, last_seen``.
+        ``job_namespace, job_name, dataset_id, direction, run_count, first_seen, last_seen,
+        lifecycle_states`` (every lifecycle change reported on the edge), ``drop_only`` (an output edge
+        whose every run only DROPped the dataset: the job is not a producer of it).
     """
     ended = runs.select("run_id", "last_event_at")
     by_run = (
@@ -98,12 +108,25 @@ def job_edges(run_io: DataFrame, runs: DataFrame, static: DataFrame | None = Non
             F.count_distinct("run_id").alias("run_count"),
             F.min("first_seen").alias("first_seen"),
             F.max(F.greatest("last_seen", "last_event_at")).alias("last_seen"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("lifecycle_states")))).alias(
+                "lifecycle_states"
+            ),
+            F.bool_and((F.col("direction") == "output") & drops_only(F.col("lifecycle_states"))).alias(
+                "drop_only"
+            ),
         )
     )
     if static is None:
         return by_run
     declared = static.select(
-        *JOB, "dataset_id", "direction", F.lit(0).cast("bigint").alias("run_count"), "first_seen", "last_seen"
+        *JOB,
+        "dataset_id",
+        "direction",
+        F.lit(0).cast("bigint").alias("run_count"),
+        "first_seen",
+        "last_seen",
+        F.array().cast("array<string>").alias("lifecycle_states"),
+        F.lit(False).alias("drop_only"),
     )
     return (
         by_run.unionByName(declared)
@@ -112,6 +135,10 @@ def job_edges(run_io: DataFrame, runs: DataFrame, static: DataFrame | None = Non
             F.sum("run_count").alias("run_count"),
             F.min("first_seen").alias("first_seen"),
             F.max("last_seen").alias("last_seen"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("lifecycle_states")))).alias(
+                "lifecycle_states"
+            ),
+            F.bool_and("drop_only").alias("drop_only"),
         )
     )
 
@@ -136,7 +163,7 @@ def dataset_edges(job_edges: DataFrame) -> DataFrame:
         F.col("first_seen").alias("_in_first"),
         F.col("last_seen").alias("_in_last"),
     )
-    writes = job_edges.where(F.col("direction") == "output").select(
+    writes = job_edges.where((F.col("direction") == "output") & ~F.col("drop_only")).select(
         *JOB,
         F.col("dataset_id").alias("target_dataset_id"),
         F.col("first_seen").alias("_out_first"),
@@ -197,7 +224,7 @@ def job_summary(runs_with_liveness: DataFrame, job_edges: DataFrame) -> DataFram
         F.count_distinct(F.when(F.col("direction") == "output", F.col("dataset_id"))).alias("output_count"),
     )
     reads = job_edges.where(F.col("direction") == "input").select(*JOB, "dataset_id")
-    writes = job_edges.where(F.col("direction") == "output").select(
+    writes = job_edges.where((F.col("direction") == "output") & ~F.col("drop_only")).select(
         F.col("job_namespace").alias("other_namespace"), F.col("job_name").alias("other_name"), "dataset_id"
     )
     pairs = reads.join(writes, "dataset_id").where(
@@ -246,7 +273,8 @@ def dataset_summary(
     """Per canonical dataset: producing and consuming jobs, freshness, upstream/downstream, schema versions.
 
     Freshness: the last write is the latest run that outputs the dataset and did not FAIL, at its end time
-    (its last event while it is still running: a streaming writer keeps writing). Ties by run id.
+    (its last event while it is still running: a streaming writer keeps writing). Ties by run id. A run or
+    job that only DROPs the dataset is neither a write nor a producer.
 
     Args:
         datasets: output of :func:`~lineage.transforms.model_datasets.datasets`.
@@ -264,12 +292,14 @@ def dataset_summary(
     job = F.struct(F.col("job_namespace").alias("namespace"), F.col("job_name").alias("name"))
     direction = F.col("direction")
     jobs_by_role = job_edges.groupBy("dataset_id").agg(
-        F.array_sort(F.collect_set(F.when(direction == "output", job))).alias("producing_jobs"),
+        F.array_sort(F.collect_set(F.when((direction == "output") & ~F.col("drop_only"), job))).alias(
+            "producing_jobs"
+        ),
         F.array_sort(F.collect_set(F.when(direction == "input", job))).alias("consuming_jobs"),
     )
     write_at = F.coalesce(F.col("ended_at"), F.col("last_event_at"))
     writes = (
-        run_io.where(direction == "output")
+        run_io.where((direction == "output") & ~drops_only(F.col("lifecycle_states")))
         .select("run_id", "dataset_id")
         .join(runs.select("run_id", "reported_state", "ended_at", "last_event_at"), "run_id")
         .where(F.col("reported_state") != "FAIL")

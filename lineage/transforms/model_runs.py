@@ -20,6 +20,7 @@ from lineage.transforms.model_common import (
     RUN_EVENT,
     RUNNING,
     TERMINAL_STATES,
+    UNKNOWN,
     latest,
     latest_key,
     seconds_between,
@@ -87,7 +88,12 @@ def runs(events: DataFrame) -> DataFrame:
     COMPLETE), then to the event content. A run without a terminal event is ``RUNNING``.
 
     ``root_*`` falls back to the parent when the producer sends no ``parent.root`` (older Spark and Airflow
-    integrations): exact for the two-level hierarchies they produce (application -> action, DAG -> task).
+    integrations): exact for the two-level hierarchies they produce (application -> action, DAG -> task). A
+    run without a parent is its own root. A parent run known only from its children's ``parent`` facet gets a
+    row too: ``reported_state`` null (unknown), no times, ``event_count`` 0.
+
+    ``started_at`` is the first START, else the first non-terminal event (the run was running by then); a run
+    seen only through terminal events has no start time and no duration.
     The error columns come from the latest FAIL event carrying the ``errorMessage`` facet, else the latest
     event carrying it. An event received twice (same run, type, time and JSON content: the OpenLineage Kafka
     transport and Spark's retries re-send events byte for byte) counts once in ``event_count``.
@@ -101,7 +107,7 @@ def runs(events: DataFrame) -> DataFrame:
         root_job_namespace, root_job_name, reported_state, started_at, ended_at, last_event_at,
         duration_seconds, nominal_start_time, nominal_end_time, error_message, error_stack_trace,
         error_language, processing_engine_name, processing_engine_version, openlineage_adapter_version,
-        event_count, producer``.
+        event_count, producer, tags`` (of the latest event carrying the run's ``tags`` facet).
     """
     run_events = (
         as_facts(events)
@@ -126,27 +132,34 @@ def runs(events: DataFrame) -> DataFrame:
         latest(root, F.col("root_run_id").isNotNull()).alias("_root"),
         F.max_by(F.struct(state.alias("state"), F.col("event_time")), terminal_key).alias("_terminal"),
         F.min(F.when(state == "START", F.col("event_time"))).alias("_first_start"),
-        F.min("event_time").alias("_first_event"),
+        F.min(F.when(~state.isin(*TERMINAL_STATES), F.col("event_time"))).alias("_first_running"),
         F.max("event_time").alias("last_event_at"),
         latest(F.col("run_nominal_time")).alias("_nominal"),
         F.max_by(error, error_key).alias("_error"),
         latest(F.col("run_processing_engine")).alias("_engine"),
+        latest(F.col("run_tags")).alias("tags"),
         F.count(F.lit(1)).alias("event_count"),
     )
-    started = F.coalesce(F.col("_first_start"), F.col("_first_event"))
+    started = F.coalesce(F.col("_first_start"), F.col("_first_running"))
     ended = F.col("_terminal.event_time")
     has_parent = F.col("_parent.parent_run_id").isNotNull()
-    return folded.select(
+    own = {
+        "run_id": F.col("run_id"),
+        "job_namespace": F.col("_job.job_namespace"),
+        "job_name": F.col("_job.job_name"),
+    }
+    reported = folded.select(
         "run_id",
         F.col("_job.job_namespace").alias("job_namespace"),
         F.col("_job.job_name").alias("job_name"),
         "_parent.parent_run_id",
         "_parent.parent_job_namespace",
         "_parent.parent_job_name",
+        # A run without a parent is its own root, so "everything under this root" is one filter.
         *[
-            F.coalesce(F.col(f"_root.root_{c}"), F.when(has_parent, F.col(f"_parent.parent_{c}"))).alias(
-                f"root_{c}"
-            )
+            F.coalesce(
+                F.col(f"_root.root_{c}"), F.when(has_parent, F.col(f"_parent.parent_{c}")), own[c]
+            ).alias(f"root_{c}")
             for c in ("run_id", "job_namespace", "job_name")
         ],
         F.coalesce(F.col("_terminal.state"), F.lit(RUNNING)).alias("reported_state"),
@@ -164,7 +177,127 @@ def runs(events: DataFrame) -> DataFrame:
         F.col("_engine.adapter").alias("openlineage_adapter_version"),
         "event_count",
         F.col("_job.producer").alias("producer"),
+        "tags",
     )
+    return reported.unionByName(_parents_without_events(run_events, reported))
+
+
+def _parents_without_events(run_events: DataFrame, reported: DataFrame) -> DataFrame:
+    """A row for every parent run named by a child but never seen through an event of its own.
+
+    Airflow's DAG run and a Spark application are often only known through their children's ``parent``
+    facet; without a row of its own the parent would dangle. Its state is unknown (``reported_state`` null),
+    its job is the one the children name, its root the one they report above it, else itself.
+    """
+    children = run_events.where(
+        F.col("parent_run_id").isNotNull() & (F.col("parent_run_id") != F.col("run_id"))
+    )
+    above = F.when(
+        F.col("root_run_id").isNotNull() & (F.col("root_run_id") != F.col("parent_run_id")),
+        F.struct("root_run_id", "root_job_namespace", "root_job_name"),
+    )
+    named = children.groupBy(F.col("parent_run_id").alias("run_id")).agg(
+        latest(F.struct("parent_job_namespace", "parent_job_name")).alias("_job"),
+        latest(above, above.isNotNull()).alias("_root"),
+    )
+    orphans = named.join(reported.select("run_id"), "run_id", "left_anti")
+    columns = {c: F.lit(None).cast(t) for c, t in reported.dtypes}
+    columns.update(
+        run_id=F.col("run_id"),
+        job_namespace=F.col("_job.parent_job_namespace"),
+        job_name=F.col("_job.parent_job_name"),
+        root_run_id=F.coalesce(F.col("_root.root_run_id"), F.col("run_id")),
+        root_job_namespace=F.coalesce(F.col("_root.root_job_namespace"), F.col("_job.parent_job_namespace")),
+        root_job_name=F.coalesce(F.col("_root.root_job_name"), F.col("_job.parent_job_name")),
+        event_count=F.lit(0).cast("bigint"),
+    )
+    return orphans.select(*[columns[c].alias(c) for c in reported.columns])
+
+
+DEPENDENCY_KEY = [
+    "upstream_job_namespace",
+    "upstream_job_name",
+    "downstream_job_namespace",
+    "downstream_job_name",
+    "source",
+]
+
+
+def job_dependencies(events: DataFrame) -> DataFrame:
+    """Job-to-job (control-flow) dependencies, one row per (upstream job, downstream job, source).
+
+    Sources: ``jobDependencies`` (the OpenLineage run facet: upstream and downstream jobs of a run),
+    ``airflow`` (the task facet's upstream/downstream task ids, tasks of one DAG) and ``parent`` (the job of a
+    parent run invokes the job of its child run). The same pair reported by both ends (A lists B downstream,
+    B lists A upstream) is one row. The optional rules are those of the latest report carrying them.
+
+    Args:
+        events: event facts (:mod:`lineage.transforms.extract`), or rows of ``lake.raw.events``.
+
+    Returns:
+        ``upstream_job_namespace, upstream_job_name, downstream_job_namespace, downstream_job_name, source,
+        dependency_type, sequence_trigger_rule, status_trigger_rule, run_count (distinct reporting runs),
+        first_seen, last_seen``.
+    """
+    facts = as_facts(events).where(
+        (F.col("event_kind") == RUN_EVENT)
+        & F.col("job_namespace").isNotNull()
+        & F.col("job_name").isNotNull()
+    )
+    base = ["run_id", "event_time", "event_hash"]
+    declared = (
+        facts.where(F.col("run_dependencies").isNotNull())
+        .select(*base, *JOB_COLUMNS, F.explode("run_dependencies").alias("d"))
+        .select(
+            *base,
+            *[
+                F.when(F.col("d.direction") == "upstream", F.col(f"d.{c}"))
+                .otherwise(F.col(c))
+                .alias(f"upstream_{c}")
+                for c in JOB_COLUMNS
+            ],
+            *[
+                F.when(F.col("d.direction") == "upstream", F.col(c))
+                .otherwise(F.col(f"d.{c}"))
+                .alias(f"downstream_{c}")
+                for c in JOB_COLUMNS
+            ],
+            F.col("d.source").alias("source"),
+            "d.dependency_type",
+            "d.sequence_trigger_rule",
+            "d.status_trigger_rule",
+        )
+    )
+    none = F.lit(None).cast("string")
+    parents = facts.where(
+        F.col("parent_job_name").isNotNull() & F.col("parent_job_namespace").isNotNull()
+    ).select(
+        *base,
+        F.col("parent_job_namespace").alias("upstream_job_namespace"),
+        F.col("parent_job_name").alias("upstream_job_name"),
+        F.col("job_namespace").alias("downstream_job_namespace"),
+        F.col("job_name").alias("downstream_job_name"),
+        F.lit("parent").alias("source"),
+        none.alias("dependency_type"),
+        none.alias("sequence_trigger_rule"),
+        none.alias("status_trigger_rule"),
+    )
+    pairs = declared.unionByName(parents).where(
+        (F.col("upstream_job_namespace") != F.col("downstream_job_namespace"))
+        | (F.col("upstream_job_name") != F.col("downstream_job_name"))
+    )
+    return pairs.groupBy(*DEPENDENCY_KEY).agg(
+        *[
+            latest(F.col(c)).alias(c)
+            for c in ("dependency_type", "sequence_trigger_rule", "status_trigger_rule")
+        ],
+        F.countDistinct("run_id").alias("run_count"),
+        F.min("event_time").alias("first_seen"),
+        F.max("event_time").alias("last_seen"),
+    )
+
+
+JOB_COLUMNS = ("job_namespace", "job_name")
 
 
 def heartbeat_gaps(events: DataFrame) -> DataFrame:
@@ -265,7 +398,8 @@ def run_liveness(
     detail = F.format_string("%s s", _fmt(F.col("silent_seconds")))
     limit = F.format_string("threshold %s s (%s)", _fmt(F.col("threshold_seconds")), basis)
     reason = (
-        F.when(reported != RUNNING, F.concat(F.lit("reported terminal state "), reported))
+        F.when(reported.isNull(), F.lit("no event of its own: known as the parent of other runs"))
+        .when(reported != RUNNING, F.concat(F.lit("reported terminal state "), reported))
         .when(lost, F.concat(F.lit("no event for "), detail, F.lit(" > "), limit))
         .otherwise(F.concat(F.lit("last event "), detail, F.lit(" ago <= "), limit))
     )
@@ -279,7 +413,10 @@ def run_liveness(
         .withColumn("silent_seconds", silent)
         .withColumn(
             "inferred_state",
-            F.when(reported != RUNNING, reported).when(lost, F.lit(LOST)).otherwise(F.lit(RUNNING)),
+            F.when(reported.isNull(), F.lit(UNKNOWN))
+            .when(reported != RUNNING, reported)
+            .when(lost, F.lit(LOST))
+            .otherwise(F.lit(RUNNING)),
         )
         .withColumn("liveness_reason", reason)
         .select(

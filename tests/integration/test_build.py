@@ -151,6 +151,7 @@ TOPIC, ORDERS, HIVE_ORDERS = (
     ("hive://meta:9083", "db.orders"),
 )
 REPORT, FINAL = ("s3://wh", "report"), ("s3://wh", "final")
+OLD_NAME, NEW_NAME = ("s3://lake", "archive/orders_v1"), ("s3://lake", "archive/orders")
 
 
 def _merge_scenario() -> tuple[list[dict], list[dict]]:
@@ -187,7 +188,8 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         ],
     )
     straddle_start = run_event("START", at(30), run_id(3), ("lab", "final"), inputs=[dataset(*REPORT)])
-    first = [ingest, report, straddle_start]
+    archive = run_event("COMPLETE", at(35), run_id(7), ("lab", "archive"), outputs=[dataset(*OLD_NAME)])
+    first = [ingest, report, straddle_start, archive]
     catalog = run_event(
         "COMPLETE", at(40), run_id(4), ("lab", "catalog"), outputs=[dataset(*ORDERS, symlinks=[HIVE_ORDERS])]
     )
@@ -204,9 +206,30 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         ],
     )
     late = run_event("RUNNING", at(15), run_id(2), ("lab", "report"))
+    # A task whose DAG run never reports itself, declaring the job it runs after; a RENAME of a dataset known
+    # since the first build; a run that only DROPs the report.
+    task = run_event(
+        "COMPLETE",
+        at(60),
+        run_id(5),
+        ("lab", "dag.task"),
+        run_facets={
+            "parent": {"run": {"runId": run_id(6)}, "job": {"namespace": "lab", "name": "dag"}},
+            "jobDependencies": {"upstream": [{"job": {"namespace": "lab", "name": "final"}}]},
+        },
+    )
+    renamed = dataset(*NEW_NAME)
+    renamed["facets"]["lifecycleStateChange"] = {
+        "lifecycleStateChange": "RENAME",
+        "previousIdentifier": {"namespace": OLD_NAME[0], "name": OLD_NAME[1]},
+    }
+    rename = run_event("COMPLETE", at(70), run_id(8), ("lab", "rename"), outputs=[renamed])
+    dropped = dataset(*REPORT)
+    dropped["facets"]["lifecycleStateChange"] = {"lifecycleStateChange": "DROP"}
+    drop = run_event("COMPLETE", at(80), run_id(9), ("lab", "cleanup"), outputs=[dropped])
     # The replayed event is of a run the second part touches anyway: the merged-away dataset's rows (ingest's
     # output) must be found through the alias change alone.
-    return first, [straddle_end, late, catalog, straddle_start]
+    return first, [straddle_end, late, catalog, straddle_start, task, rename, drop]
 
 
 def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
@@ -227,7 +250,7 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
 
     result = build_lineage(spark, own_lake, now=NOW)
 
-    assert (result.mode, result.new_events) == ("incremental", 4)
+    assert (result.mode, result.new_events) == ("incremental", 7)
     incremental = frozen(spark, own_lake)
     catalog = open_catalog(own_lake.catalog)
     ids = {
@@ -253,6 +276,22 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
         (ids[REPORT], "input", 1),
         (ids[FINAL], "output", 1),
     }
+
+    runs = {r["run_id"]: r for r in catalog.load_table("lineage.runs").scan().to_arrow().to_pylist()}
+    dag = runs[run_id(6)]  # known only as the task's parent
+    assert (dag["job_name"], dag["reported_state"], dag["inferred_state"]) == ("dag", None, "UNKNOWN")
+    assert runs[run_id(5)]["root_run_id"] == run_id(6) and runs[run_id(1)]["root_run_id"] == run_id(1)
+    deps = catalog.load_table("lineage.job_dependencies").scan().to_arrow().to_pylist()
+    assert {(d["upstream_job_name"], d["downstream_job_name"], d["source"]) for d in deps} == {
+        ("final", "dag.task", "jobDependencies"),
+        ("dag", "dag.task", "parent"),
+    }
+    aliases = catalog.load_table("lineage.dataset_aliases").scan().to_arrow().to_pylist()
+    by_name = {(a["alias_namespace"], a["alias_name"]): a["dataset_id"] for a in aliases}
+    assert by_name[OLD_NAME] == by_name[NEW_NAME]  # the rename links both names' history
+    summary = catalog.load_table("lineage.dataset_summary").scan().to_arrow().to_pylist()
+    [report_summary] = [s for s in summary if s["dataset_id"] == ids[REPORT]]
+    assert [j["name"] for j in report_summary["producing_jobs"]] == ["report"]  # cleanup only dropped it
 
     assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
     assert_same_tables(incremental, frozen(spark, own_lake))

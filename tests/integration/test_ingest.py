@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from openlineage.client.serde import Serde
+from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import EqualTo
 from pyspark.sql import SparkSession
 
@@ -275,3 +276,110 @@ def test_sigkill_mid_stream_then_restart_lands_every_offset_exactly_once(
     assert len(landed_coordinates) == len(set(landed_coordinates)), "duplicates after restart"
     assert landed_coordinates == expected_coordinates(kafka_broker, topic)
     assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
+
+
+def _wait_for_rows(settings: Settings, topic: str, process: subprocess.Popen[bytes], at_least: int) -> int:
+    deadline = time.monotonic() + 240
+    seen = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            events, rejected = landed(settings, topic)
+        except NoSuchTableError:  # the job has not created the raw tables yet
+            events = rejected = pa.table({})
+        seen = events.num_rows + rejected.num_rows
+        if seen >= at_least:
+            break
+        time.sleep(0.3)
+    return seen
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_a_running_ingestion_cleanly(
+    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path, signum: signal.Signals
+) -> None:
+    total = 3000
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(total), kafka_broker.max_message_bytes)
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt", max_offsets_per_trigger=150)
+
+    process = _ingest_process(settings, "1 second")
+    seen = _wait_for_rows(settings, topic, process, 300)
+    # The signal goes to the Python driver only (as a scheduler or Ctrl-C in a terminal would send it).
+    os.kill(process.pid, signum)
+    output = process.communicate(timeout=120)[0].decode()
+
+    assert process.returncode == 0, output[-3000:]
+    assert 0 < seen < total, output[-3000:]
+    last = [line for line in output.splitlines() if line.strip()][-1]
+    assert "ingest_events: done:" in last, output[-3000:]
+    assert "reentrant" not in output and "Py4JNetworkError" not in output, output[-3000:]
+    events, rejected = landed(settings, topic)
+    stopped_at = sorted(coordinates(events, rejected))
+    assert len(stopped_at) == len(set(stopped_at))
+    # Stopped between batches: the last progress line counts exactly what is in the lake.
+    read = int(last.split("done: ")[1].split(", ")[1].split()[0])
+    assert read == len(stopped_at), last
+
+    rest = _ingest_process(
+        settings.model_copy(
+            update={"ingest": settings.ingest.model_copy(update={"max_offsets_per_trigger": None})}
+        ),
+        "availableNow",
+    )
+    rest_output = rest.communicate(timeout=300)[0].decode()
+    assert rest.returncode == 0, rest_output[-3000:]
+    events, rejected = landed(settings, topic)
+    landed_coordinates = sorted(coordinates(events, rejected))
+    assert len(landed_coordinates) == len(set(landed_coordinates)), "duplicates after restart"
+    assert landed_coordinates == expected_coordinates(kafka_broker, topic)
+
+
+def test_adversarial_inputs_of_issue_18_are_classified(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    run_id = "5f0c7a3e-2b1d-4c8e-9f6a-0d1e2f3a4b5c"
+
+    def message(**changes: object) -> bytes:
+        value: dict[str, object] = {
+            "eventType": "START",
+            "eventTime": "2026-11-20T08:00:00Z",
+            "producer": "test",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": run_id},
+            "job": {"namespace": "test", "name": "adversarial"},
+        }
+        for key, change in changes.items():
+            if change is None:
+                value.pop(key)
+            else:
+                value[key] = change
+        return json.dumps(value).encode()
+
+    cases = [
+        (message(eventTime="9999-12-31T23:59:59-01:00"), "EVENT_TIME_OUT_OF_RANGE"),
+        (message(eventTime="12:34:56"), "INVALID_EVENT_TIME"),
+        (message(eventTime="2026"), "INVALID_EVENT_TIME"),
+        (message(run={"runId": run_id + "\n"}), "INVALID_RUN_ID"),
+        (message(run=None), "MISSING_FIELD"),
+        (message(run={"runId": run_id.upper()}), None),
+    ]
+    publish_raw(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [(f"k{i}".encode(), value) for i, (value, _) in enumerate(cases)],
+        kafka_broker.max_message_bytes,
+    )
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+
+    run_ingest(spark, settings, trigger="availableNow")
+
+    events, rejected = landed(settings, topic)
+    sent = read_topic(kafka_broker, topic)
+    order = {value: i for i, (value, _) in enumerate(cases)}
+    found: dict[int, str | None] = {
+        order[sent[(r["kafka_partition"], r["kafka_offset"])]]: None for r in events.to_pylist()
+    }
+    for row in rejected.to_pylist():
+        found[order[row["value"]]] = row["reason"]
+    assert [found[i] for i in range(len(cases))] == [reason for _, reason in cases]
+    assert events.column("run_id").to_pylist() == [run_id]
+    assert events.column("event_json").to_pylist() == [cases[-1][0].decode()]

@@ -135,3 +135,99 @@ def test_a_chain_reports_each_hop_and_stops_at_the_depth() -> None:
     assert walk.hops == {d["d2"]: 0, j1: 1, d["d1"]: 2, j0: 3}
     assert walk.edges == {(d["d2"], j1, "output"), (d["d1"], j1, "input"), (d["d1"], j0, "output")}
     assert store.traverse(d["d0"], DOWNSTREAM, None).hops[d["d2"]] == 4
+
+
+def _dependency(up: str, down: str, source: str) -> dict[str, object]:
+    return {
+        "upstream_job_namespace": "ns",
+        "upstream_job_name": up,
+        "downstream_job_namespace": "ns",
+        "downstream_job_name": down,
+        "source": source,
+    }
+
+
+def test_walk_via_dependencies_follows_jobs_only_and_via_both_follows_either() -> None:
+    # Data flow: j0 -> d1 -> j1. Control flow: dag -> j0 (parent), j0 -> j2 (declared), j2 -> j3 (airflow).
+    datasets = [("d1", "s3://lake", "t1")]
+    store = _store(datasets, [("ns", "j0", "d1", "output", T0), ("ns", "j1", "d1", "input", T0)])
+    store.__dict__["job_dependency_rows"] = [
+        _dependency("dag", "j0", "parent"),
+        _dependency("j0", "j2", "jobDependencies"),
+        _dependency("j2", "j3", "airflow"),
+    ]
+    root = Node(JOB, "ns", "j0")
+    hops = {
+        via: {n.label: h for n, h in store.traverse(root, DOWNSTREAM, None, via=via).hops.items()}
+        for via in ("datasets", "dependencies", "both")
+    }
+    assert hops["datasets"] == {"ns/j0": 0, "s3://lake/t1": 1, "ns/j1": 2}
+    assert hops["dependencies"] == {"ns/j0": 0, "ns/j2": 1, "ns/j3": 2}
+    assert hops["both"] == {"ns/j0": 0, "s3://lake/t1": 1, "ns/j2": 1, "ns/j1": 2, "ns/j3": 2}
+    up = store.traverse(Node(JOB, "ns", "j3"), UPSTREAM, 2, via="dependencies")
+    assert {n.label for n in up.hops} == {"ns/j3", "ns/j2", "ns/j0"}  # depth 2 stops before the DAG
+    assert {(a.label, b.label, s) for a, b, s in up.job_links} == {
+        ("ns/j2", "ns/j3", "airflow"),
+        ("ns/j0", "ns/j2", "jobDependencies"),
+    }
+
+
+def test_parent_granularity_merges_the_edges_of_a_parents_children() -> None:
+    # app.a0 writes d1, app.a1 reads d1 and writes d2, etl reads d2: by job, app is nowhere; by parent the
+    # two actions are one job "app" (reading and writing d1 itself), and a child root becomes its parent.
+    datasets = [("d1", "s3://lake", "t1"), ("d2", "s3://lake", "t2")]
+    rows: list[EdgeRow] = [
+        ("spark", "app.a0", "d1", "output", T0),
+        ("spark", "app.a1", "d1", "input", T0),
+        ("spark", "app.a1", "d2", "output", T0),
+        ("ns", "etl", "d2", "input", T0),
+    ]
+    store = _store(datasets, rows)
+    store.__dict__["parent_jobs"] = {
+        ("spark", "app.a0"): ("spark", "app"),
+        ("spark", "app.a1"): ("spark", "app"),
+    }
+    store.__dict__["job_dependency_rows"] = []
+    by_job = store.traverse(Node(JOB, "ns", "etl"), UPSTREAM, None)
+    assert {n.label for n in by_job.hops} == {
+        "ns/etl",
+        "s3://lake/t2",
+        "spark/app.a1",
+        "s3://lake/t1",
+        "spark/app.a0",
+    }
+    by_parent = store.traverse(Node(JOB, "ns", "etl"), UPSTREAM, None, granularity="parent")
+    assert {n.label: h for n, h in by_parent.hops.items()} == {
+        "ns/etl": 0,
+        "s3://lake/t2": 1,
+        "spark/app": 2,
+        "s3://lake/t1": 3,
+    }
+    assert {(d.label, j.label, k) for d, j, k in by_parent.edges} >= {
+        ("s3://lake/t1", "spark/app", "input"),
+        ("s3://lake/t1", "spark/app", "output"),
+    }
+    child_root = store.traverse(Node(JOB, "spark", "app.a0"), DOWNSTREAM, None, granularity="parent")
+    assert child_root.root.label == "spark/app"
+    assert "ns/etl" in {n.label for n in child_root.hops}
+
+
+def test_tag_filter_keeps_the_root_and_the_tagged_nodes_only() -> None:
+    from lineage.cli.store import has_tag, parse_tag
+
+    datasets = [("d1", "s3://lake", "t1"), ("d2", "s3://lake", "t2")]
+    rows: list[EdgeRow] = [
+        ("ns", "a", "d1", "output", T0),
+        ("ns", "b", "d1", "input", T0),
+        ("ns", "b", "d2", "output", T0),
+    ]
+    store = _store(datasets, rows)
+    store.__dict__["jobs"] = {("ns", "b"): {"tags": [{"key": "Team", "value": "finance", "source": "USER"}]}}
+    store.__dict__["dataset_tags"] = {"d2": [{"key": "pii", "value": "true", "source": "USER"}]}
+    walk = store.traverse(Node(JOB, "ns", "a"), DOWNSTREAM, None)
+    kept = store.keep_tagged(walk, [parse_tag("team=finance"), parse_tag("pii")])
+    assert {n.label for n in kept.hops} == {"ns/a", "ns/b", "s3://lake/t2"}
+    assert {(d.label, j.label) for d, j, _ in kept.edges} == {("s3://lake/t2", "ns/b")}
+    assert not has_tag([{"key": "team", "value": "sales"}], [parse_tag("team=finance")])
+    with pytest.raises(Exception, match="not a tag"):
+        parse_tag("=x")

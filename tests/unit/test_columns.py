@@ -276,18 +276,19 @@ def test_several_transformations_on_one_pair_are_all_kept(edges: list[Row]) -> N
 @pytest.mark.parametrize(
     ("source", "target", "expected"),
     [
-        ("a", "l_identity", ("DIRECT", "IDENTITY", "copied", False)),
-        ("b", "l_transformation", ("DIRECT", "TRANSFORMATION", "b + 1", False)),
-        ("c", "l_aggregation", ("DIRECT", "AGGREGATION", "sum(c)", False)),
-        ("d", "l_masked", ("DIRECT", "MASKED", "sha2(d)", True)),
-        ("e", "l_custom", ("DIRECT", "CONCAT", None, False)),
-        ("f", "l_unknown", ("DIRECT", None, None, False)),
+        ("a", "l_identity", (None, "IDENTITY", "copied", False)),
+        ("b", "l_transformation", (None, "TRANSFORMATION", "b + 1", False)),
+        ("c", "l_aggregation", (None, "AGGREGATION", "sum(c)", False)),
+        ("d", "l_masked", (None, "MASKED", "sha2(d)", True)),
+        ("e", "l_custom", (None, "concat", None, False)),
+        ("f", "l_unknown", (None, None, None, False)),
     ],
 )
-def test_legacy_transformation_type_maps_to_one_direct_transformation(
+def test_legacy_transformation_keeps_its_type_as_given_and_is_not_direct(
     edges: list[Row], source: str, target: str, expected: tuple[Any, ...]
 ) -> None:
-    assert _ts(_by_job(edges, "legacy")[(source, target, "field")]) == [expected]
+    row = _by_job(edges, "legacy")[(source, target, "field")]
+    assert (_ts(row), row.is_direct) == ([expected], False)
 
 
 def test_dataset_wide_dependencies_are_dataset_scope_edges_not_exploded(edges: list[Row]) -> None:

@@ -144,6 +144,51 @@ def test_job_event_kind(spark: SparkSession) -> None:
     assert (row["event_kind"], row["job_name"], row["reason"]) == ("JobEvent", "j", None)
 
 
+def test_run_ids_are_lower_case_in_the_envelope_and_as_received_in_the_json(spark: SparkSession) -> None:
+    parent_id, root_id = RUN_ID_V7.upper(), "5C2D1A8E-0000-4000-8000-00000000000A"
+    facet = {
+        "run": {"runId": parent_id},
+        "job": {"namespace": "n", "name": "parent"},
+        "root": {"run": {"runId": root_id}, "job": {"namespace": "n", "name": "root"}},
+    }
+    value = event(**{"run": {"runId": RUN_ID.upper(), "facets": {"parent": facet}}})
+    parsed = env.parse_messages(messages(spark, value))
+    row = env.valid_events(parsed).first()
+    assert (row["run_id"], row["parent_run_id"], row["root_run_id"]) == (
+        RUN_ID,
+        RUN_ID_V7,
+        root_id.lower(),
+    )
+    assert row["event_json"] == value.decode()
+
+
+def test_a_run_event_without_run_is_not_taken_for_a_job_event(spark: SparkSession) -> None:
+    row = env.parse_messages(messages(spark, event(run=...))).first()
+    assert (row["event_kind"], row["reason"], row["detail"]) == (
+        "RunEvent",
+        env.MISSING_FIELD,
+        "required field run.runId is missing or null",
+    )
+
+
+@pytest.mark.parametrize(
+    ("event_time", "reason"),
+    [
+        ("9999-12-31T23:59:59-01:00", "EVENT_TIME_OUT_OF_RANGE"),
+        ("10000-01-01T00:00:00Z", env.INVALID_EVENT_TIME),
+        ("1969-12-31T23:59:59Z", "EVENT_TIME_OUT_OF_RANGE"),
+        ("12:34:56", env.INVALID_EVENT_TIME),
+        ("2026", env.INVALID_EVENT_TIME),
+        ("2026-11-20T12:34:56", env.INVALID_EVENT_TIME),
+        ("9999-12-31T23:59:59Z", None),
+    ],
+)
+def test_event_time_is_a_full_date_time_with_offset_within_the_accepted_years(
+    spark: SparkSession, event_time: str, reason: str | None
+) -> None:
+    assert reasons(spark, event(eventTime=event_time)) == [reason]
+
+
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
@@ -201,6 +246,7 @@ def test_every_reason_code_is_declared(spark: SparkSession) -> None:
         event(eventTime=...),
         event(eventTime=1),
         event(eventTime="x"),
+        event(eventTime="1969-12-31T23:59:59Z"),
         event(eventType="X"),
         event(**{"run.runId": "r"}),
         b'{"eventTime": "2026-11-20T08:00:00Z", "producer": "p", "schemaURL": "u"}',

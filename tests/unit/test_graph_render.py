@@ -252,7 +252,7 @@ _MERMAID_LINES = [
     re.compile(r"  %% .*"),
     re.compile(rf"  (n\d+)\({_MERMAID_LABEL}\)"),  # job
     re.compile(rf"  (n\d+)\[\({_MERMAID_LABEL}\)\]"),  # dataset
-    re.compile(r"  n\d+ --> n\d+"),
+    re.compile(r"  n\d+ (-->|==>) n\d+"),  # data flow, job dependency
     re.compile(rf"  n\d+ -\.->\|{_MERMAID_LABEL}\| n\d+"),
     re.compile(r"  classDef [a-z_]+ [a-z-]+:[#0-9a-z]+(,[a-z-]+:[#0-9a-z]+)*"),
     re.compile(r"  class n\d+(,n\d+)* [a-z_]+"),
@@ -380,3 +380,23 @@ def test_empty_graph_renders_in_every_format() -> None:
     assert json.loads(render(EMPTY, "json")) == EMPTY
     data = json.loads(_scripts(render(EMPTY, "html"))[0][1])
     assert data["root"] is None and data["graph"]["nodes"] == []
+
+
+def test_job_dependencies_are_drawn_apart_from_the_data_flow() -> None:
+    graph = _graph(column_edges=False)
+    graph["nodes"].append(_node("job:airflow/dag", "COMPLETE", hops=2))
+    graph["edges"].append(
+        {"source": "job:airflow/dag", "target": FLINK, "kind": "dependency", "via": "parent"}
+    )
+    dot = _dot_statements(render(graph, "dot"))
+    dependency = [line for line in dot if "->" in line and "dependency" in line]
+    assert dependency == ['  n5 -> n1 [tooltip="dependency", style=dotted];']
+    assert "  n5 ==> n1" in _mermaid_lines(render(graph, "mermaid"))
+    assert sum("==>" in line for line in _mermaid_lines(render(graph, "mermaid"))) == 1
+    embedded = json.loads(_scripts(render(graph, "html"))[0][1])
+    assert embedded["graph"]["edges"][-1] == {
+        "source": "job:airflow/dag",
+        "target": FLINK,
+        "kind": "dependency",
+        "via": "parent",
+    }

@@ -148,7 +148,12 @@ def test_spark_application_is_parent_and_root_of_its_job_runs(spark: SparkSessio
             run_event("COMPLETE", at(20 + i), child, job, run_facets=facet),
         ]
     rows = {r.run_id: r for r in model.runs(events_df(spark, events)).collect()}
-    assert [rows[app].parent_run_id, rows[app].root_run_id] == [None, None]
+    # A run without a parent is its own root.
+    assert [rows[app].parent_run_id, rows[app].root_run_id, rows[app].root_job_name] == [
+        None,
+        app,
+        "stats_app",
+    ]
     for child in children:
         assert (rows[child].parent_run_id, rows[child].parent_job_name) == (app, "stats_app")
         assert (rows[child].root_run_id, rows[child].root_job_namespace, rows[child].root_job_name) == (

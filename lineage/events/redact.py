@@ -1,0 +1,352 @@
+"""Secrets in OpenLineage events, found and replaced before anything is stored: the rules as data.
+
+Producers put credentials into events all the time (Spark properties, JDBC URLs, JAAS configurations,
+error messages, URIs with ``user:password@``). A lineage store that keeps them becomes the place an
+attacker reads them from, so every message is redacted before it is written anywhere: by the streaming
+ingestion (as one Spark ``regexp_replace``, :func:`lineage.transforms.envelope.parse_messages`) and by the
+HTTP intake before it produces to Kafka (plain Python, :func:`redact_text`). Both engines apply the same
+single regular expression built here (:func:`combined_pattern`), written in the syntax Java's
+``java.util.regex`` and Python's ``re`` share (no ``\\s``/``\\w``/``\\b``, whose Unicode meaning differs;
+scoped ``(?i:...)`` flags; fixed-width look-behinds only); ``tests/unit/test_redact.py`` checks both give
+identical text.
+
+How a rule is written: exactly one capturing group, the *kept prefix*, then the secret itself; what
+follows the secret is a look-ahead. The match is replaced by the prefix and :data:`MARKER`. So
+``postgres://alice:pw@db`` becomes ``postgres://alice:***REDACTED***@db``, and in JSON only the content of
+a string is replaced: the event stays valid JSON, and the fields validation needs are never touched.
+
+Secrets never match at a value that already is the marker (or an allow-listed value), so redacting twice
+changes nothing: the intake's redaction and the ingestion's compose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+MARKER = "***REDACTED***"
+
+# Words that make a property, parameter or header name secret (case-insensitive, anywhere in the name).
+SECRET_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "jaas",
+    "credential",
+    "api[_.-]?key",
+    "apikey",
+    "access[_.-]?key",
+    "private[_.-]?key",
+    "signature",
+    "[._-]key",  # spark.hadoop.fs.s3a.access.key, fs.azure.account.key.<account>..., sasl.key
+)
+_WORDS = "|".join(SECRET_WORDS)
+
+# Characters of a name (property key, parameter name) around a secret word.
+_NAME = "[A-Za-z0-9_.-]"
+# Where an unquoted secret value ends: whitespace, a JSON quote or escape, a separator.
+_VALUE = "[^ \\t\\r\\n\"'\\\\&;,#<>]"
+_WS = "[ \\t]*"
+# JSON's '=' and '&' as some serializers (Gson) escape them.
+_EQ = "(?:=|\\\\u003[dD])"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of secret: ``pattern`` has one capturing group (kept) followed by the secret."""
+
+    name: str
+    pattern: str
+    example: str  # a string the rule redacts (checked by the unit tests)
+
+
+def _rules(allow: str) -> tuple[Rule, ...]:
+    """The built-in rules; ``allow`` is a look-ahead that refuses a secret position (marker, allow-list)."""
+    return (
+        Rule(
+            "private_key_pem",
+            # The body of a PEM private key (in JSON its newlines are \n escapes); the armour lines stay.
+            "(-----BEGIN [A-Z ]{0,20}PRIVATE KEY-----)"
+            + f"(?!{re.escape(MARKER)}-----END)"
+            + '(?:[^"-]|-(?!----END))+',
+            "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow\\n-----END RSA PRIVATE KEY-----",
+        ),
+        Rule(
+            "uri_userinfo",
+            # scheme://user:password@host -> the password (the user stays, so the name still says who).
+            # (a scheme starts a word: without the look-behind every letter would be tried as its start)
+            '((?<![A-Za-z0-9+.-])(?i:[a-z][a-z0-9+.-]{0,30})://[^:/?#@ \\t\\r\\n"\\\\]{0,200}:)'
+            + allow
+            + '[^@/?# \\t\\r\\n"\\\\]{1,500}(?=@)',
+            "postgres://user:pw@host:5432",
+        ),
+        Rule(
+            "jdbc_oracle_userinfo",
+            # jdbc:oracle:thin:scott/tiger@host:1521/orcl
+            '((?i:jdbc:oracle:[a-z]{1,10}:)[^/:@ \\t\\r\\n"\\\\]{1,200}/)'
+            + allow
+            + '[^@ \\t\\r\\n"\\\\]{1,500}(?=@)',
+            "jdbc:oracle:thin:scott/tiger@db:1521/orcl",
+        ),
+        Rule(
+            "json_property",
+            # "<secret-named key>": "<value>" -> the string's content (Spark properties, facets, options).
+            # The look-ahead first: only a key with a string value is searched for a secret word (cheap).
+            '("(?=[^"\\\\]{0,200}"[ \\t]*:[ \\t]*")'
+            + _NAME_ALLOW
+            + '[^"\\\\]{0,200}(?i:'
+            + _WORDS
+            + ')[^"\\\\]{0,200}"'
+            + _WS
+            + ":"
+            + _WS
+            + '")'
+            + allow
+            + '(?:[^"\\\\]|\\\\.)+(?=")',
+            '{"spark.hadoop.fs.s3a.secret.key": "abc"}',
+        ),
+        Rule(
+            "json_name_value",
+            # {"name": "<secret-named key>", "value": "<value>"}: properties as a list of pairs.
+            '("(?:name|key)"'
+            + _WS
+            + ":"
+            + _WS
+            + '"'
+            + _NAME_ALLOW
+            + '[^"\\\\]{0,200}(?i:'
+            + _WORDS
+            + ')[^"\\\\]{0,200}"'
+            + _WS
+            + ","
+            + _WS
+            + '"value"'
+            + _WS
+            + ":"
+            + _WS
+            + '")'
+            + allow
+            + '(?:[^"\\\\]|\\\\.)+(?=")',
+            '{"name": "db.password", "value": "pw"}',
+        ),
+        Rule(
+            "authorization_header",
+            # Authorization: Bearer x / "Authorization": "Basic x" / authorization=x
+            "((?i:(?:proxy-)?authorization)(?:\\\\?[\"'])?"
+            + _WS
+            + "[:=]"
+            + _WS
+            + "(?:\\\\?[\"'])?"
+            + _WS
+            + "(?:(?i:bearer|basic|token|digest|negotiate)[ \\t]{1,10})?)"
+            + allow
+            + "(?!(?i:bearer|basic|token|digest|negotiate)[ \\t])"  # the scheme word is never the secret
+            + _VALUE
+            + "+",
+            "Authorization: Bearer eyJhbGciOi",
+        ),
+        Rule(
+            "bearer_token",
+            # A bearer token anywhere in free text (error messages, logs).
+            "((?<![A-Za-z0-9_])(?i:bearer)[ \\t]{1,10})" + allow + "[A-Za-z0-9._~+/-]{8,}=*",
+            "request failed: Bearer abcdef123456",
+        ),
+        Rule(
+            "key_value",
+            # <secret-named key>=<value> in query strings, JDBC URLs, JAAS configs, free text:
+            # ?password=x, ;password=x, password="x" (JAAS, as \"x\" inside JSON), secret.key: x.
+            "((?<![A-Za-z0-9_.-])"
+            # Cheap test first: a name followed by = or : (most words of a text are not).
+            + f"(?={_NAME}{{1,100}}{_WS}(?:{_EQ}|:(?![/:])))"
+            + _NAME_ALLOW
+            + _NAME
+            + "{0,100}(?i:"
+            + _WORDS
+            + ")"
+            + _NAME
+            + "{0,100}"
+            + _WS
+            + "(?:"
+            + _EQ
+            + "|:(?![/:]))"
+            + _WS
+            + "(?:\\\\?[\"'])?)"
+            + allow
+            + _VALUE
+            + "+",
+            "jdbc:mysql://db/x?user=u&password=pw",
+        ),
+        Rule(
+            "user_parameter",
+            # user=/username= as a URL or JDBC parameter (the brief's "JDBC URL password=/user= params").
+            "((?:[?&;]|\\\\u0026)(?i:user|username|user_name|uid)" + _EQ + ")" + allow + _VALUE + "+",
+            "jdbc:sqlserver://db;user=sa;password=pw",
+        ),
+        Rule(
+            "aws_access_key_id",
+            "((?<![A-Z0-9]))" + allow + "(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?![A-Z0-9])",
+            "AKIAIOSFODNN7EXAMPLE",
+        ),
+        Rule(
+            "well_known_token",
+            # GitHub, GitLab, Slack, Google API, Stripe live keys, JWTs.
+            "((?<![A-Za-z0-9_-]))"
+            + allow
+            + "(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
+            "|xox[abpors]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{16,}"
+            "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,})",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+        ),
+    )
+
+
+# Placeholder replaced by the allow-listed key names (a negative look-ahead) in the rules above.
+_NAME_ALLOW = "\x00NAME_ALLOW\x00"
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """A compiled rule set: the built-in rules, extra patterns and the allow-lists of the settings.
+
+    Attributes:
+        pattern: the one regular expression both engines apply (Java and Python syntax alike).
+        groups: how many capturing groups it has (one kept prefix per rule).
+    """
+
+    pattern: str
+    groups: int
+    # A cheap pattern every text with a secret matches (a superset of ``pattern``'s matches: the literal
+    # each rule needs). Java and Python try every alternative of ``pattern`` at every position, which costs
+    # about ten times the rest of the ingestion; a text without any of these literals is left as it is.
+    trigger: str = ""
+
+    def might_hold_secrets(self, text: str) -> bool:
+        return not self.trigger or _compiled(self.trigger).search(text) is not None
+
+    def replacement_java(self) -> str:
+        """The replacement for Spark's ``regexp_replace``: every kept prefix (only one matched) + marker."""
+        return "".join(f"${i}" for i in range(1, self.groups + 1)) + MARKER.replace("$", "\\$")
+
+    def redact(self, text: str) -> tuple[str, int]:
+        """``text`` with every secret replaced by :data:`MARKER`, and how many were replaced."""
+        if not self.might_hold_secrets(text):
+            return text, 0
+        compiled = _compiled(self.pattern)
+        count = 0
+
+        def _replace(match: re.Match[str]) -> str:
+            nonlocal count
+            count += 1
+            return "".join(g for g in match.groups() if g) + MARKER
+
+        return compiled.sub(_replace, text), count
+
+
+_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    if pattern not in _CACHE:
+        _CACHE[pattern] = re.compile(pattern)
+    return _CACHE[pattern]
+
+
+def _check_pattern(pattern: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{what} {pattern!r} is not a valid regular expression: {exc}") from None
+
+
+def build_redactor(
+    extra_patterns: Sequence[str] = (),
+    allow_values: Sequence[str] = (),
+    allow_keys: Sequence[str] = (),
+) -> Redactor:
+    """Compile the rules with the settings' additions.
+
+    Args:
+        extra_patterns: more secrets, regular expressions; the whole match is redacted, or, with one
+            capturing group, what follows the group (the group is kept).
+        allow_values: regular expressions of values that are never redacted (placeholders such as
+            ``\\$\\{env:[A-Z_]+\\}``); one must match the whole value, up to where the value ends.
+        allow_keys: regular expressions of property/parameter names that are not secrets although their
+            name contains a secret word (``kafka\\.key\\.serializer``); matched against the whole name.
+
+    Raises:
+        ValueError: a pattern does not compile or an extra pattern has more than one capturing group.
+    """
+    for what, patterns in (("redact.allow_values", allow_values), ("redact.allow_keys", allow_keys)):
+        for p in patterns:
+            if _check_pattern(p, f"{what} entry").groups:
+                raise ValueError(f"{what} entry {p!r} has a capturing group; use (?:...)")
+    ends = "(?![^ \\t\\r\\n\"'\\\\&;,@#])"  # the value ends here (a terminator or the end of the text)
+    refused = [re.escape(MARKER), *[f"(?:{p})" for p in allow_values]]
+    allow = f"(?!(?:{'|'.join(refused)}){ends})"
+    name_allow = f'(?!(?:{"|".join(f"(?:{p})" for p in allow_keys)})["=: \\t])' if allow_keys else ""
+    parts = [r.pattern.replace(_NAME_ALLOW, name_allow) for r in _rules(allow)]
+    for p in extra_patterns:
+        compiled = _check_pattern(p, "redact.extra_patterns entry")
+        if compiled.groups > 1:
+            raise ValueError(f"redact.extra_patterns entry {p!r} has more than one capturing group")
+        parts.append(p if compiled.groups else f"(){allow}(?:{p})")
+    pattern = "|".join(f"(?:{p})" for p in parts)
+    groups = _check_pattern(pattern, "the combined redaction pattern").groups
+    # The literals the built-in rules need (see each rule), then the extra patterns themselves.
+    literals = (
+        "pass|pwd|secret|token|jaas|credential|key|signature|authorization|bearer|user|uid|jdbc:oracle"
+        "|akia|asia|agpa|aida|aroa|aipa|anpa|anva|gh[pousr]_|github_pat_|glpat-|xox|aiza|k_live_|eyj"
+    )
+    trigger = "|".join(
+        [f"(?i:{literals})", '://[^/?#@ \\t\\r\\n"\\\\]*@', *[f"(?:{p})" for p in extra_patterns]]
+    )
+    _check_pattern(trigger, "the redaction trigger")
+    return Redactor(pattern, groups, trigger)
+
+
+def builtin_rules() -> tuple[Rule, ...]:
+    """The built-in rules as compiled in the default :class:`Redactor` (for tests and docs)."""
+    default = f"(?!{re.escape(MARKER)}(?![^ \\t\\r\\n\"'\\\\&;,@#]))"
+    return tuple(Rule(r.name, r.pattern.replace(_NAME_ALLOW, ""), r.example) for r in _rules(default))
+
+
+DEFAULT = build_redactor()
+
+
+def redact_text(text: str, redactor: Redactor = DEFAULT) -> tuple[str, int]:
+    """Shorthand for ``redactor.redact(text)``."""
+    return redactor.redact(text)
+
+
+def redact_bytes(value: bytes, redactor: Redactor = DEFAULT) -> tuple[bytes, int]:
+    """Redact a message that decodes as UTF-8; other bytes are returned unchanged (count 0)."""
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value, 0
+    redacted, count = redactor.redact(text)
+    return (redacted.encode("utf-8"), count) if count else (value, 0)
+
+
+def count_markers(text: str) -> int:
+    """How many values of ``text`` are redacted (markers), whoever redacted them."""
+    return text.count(MARKER)
+
+
+def without_credentials(uri: str) -> str:
+    """An address fit to publish as a namespace: no ``user:password@``, no query or fragment (where JDBC
+    URLs and presigned URLs carry credentials), and whatever else the rules find redacted."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return redact_text(uri)[0]
+    netloc = parts.netloc.rpartition("@")[2]
+    cleaned = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    if "?" in parts.path or not cleaned:  # opaque forms urlsplit does not take apart (jdbc:...)
+        cleaned = uri.split("?", 1)[0]
+    return redact_text(cleaned)[0]

@@ -1,0 +1,184 @@
+"""What a job checks before it starts Spark: the master, the catalog and the object store answer.
+
+Started against a wrong configuration, a job otherwise fails late and deep: Spark's standalone client
+retries an unreachable master for about a minute, Iceberg's and Hadoop's S3 clients retry refused requests,
+and what finally surfaces is a JVM stack trace. These checks take a second or two, need no JVM, and raise
+:class:`ConfigError` with one line naming what is wrong and where.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from lineage.settings import CatalogSettings, KafkaSettings, Settings, is_uri
+
+
+class ConfigError(Exception):
+    """A setting points at something that does not answer as it should. One line for the user."""
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
+
+
+def _first_line(exc: BaseException) -> str:
+    """The reason in a few words: an OS error's text when one is inside, else the first line."""
+    text = str(exc).strip() or type(exc).__name__
+    errno = _ERRNO.search(text)
+    if errno:
+        return errno.group(1).strip().lower()
+    return text.splitlines()[0][:300]
+
+
+def check_master(master: str | None, timeout_s: float = 5.0) -> None:
+    """A ``spark://host:port[,host:port]`` master accepts connections (at least one of them)."""
+    if not master or not master.startswith("spark://"):
+        return  # local[*], yarn, k8s://...: their own clients report clearly enough
+    addresses = master.removeprefix("spark://").split(",")
+    errors = []
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
+    raise ConfigError(f"Spark master {master} is unreachable ({'; '.join(errors)}); check spark.master")
+
+
+def check_catalog(catalog: CatalogSettings) -> Any:
+    """Open the catalog with pyiceberg and list its namespaces; return the catalog."""
+    if catalog.embedded:
+        return None
+    from lineage.io.catalog import open_catalog
+
+    where = catalog.properties.get("uri") or catalog.properties.get("type", "?")
+    try:
+        iceberg = open_catalog(catalog)
+        iceberg.list_namespaces()
+    except Exception as exc:
+        raise ConfigError(
+            f"Iceberg catalog {catalog.name!r} at {where} does not answer: {_first_line(exc)}"
+        ) from exc
+    return iceberg
+
+
+def _s3_filesystem(props: dict[str, str]) -> Any:
+    """A pyarrow S3 client from Iceberg-style ``s3.*`` properties; credentials default to the AWS chain."""
+    from pyarrow import fs
+
+    options: dict[str, Any] = {"force_virtual_addressing": props.get("s3.path-style-access") != "true"}
+    endpoint = props.get("s3.endpoint")
+    if endpoint:
+        options["endpoint_override"] = endpoint
+    region = props.get("s3.region") or props.get("client.region")
+    if region:
+        options["region"] = region
+    if props.get("s3.access-key-id"):
+        options["access_key"] = props["s3.access-key-id"]
+        options["secret_key"] = props.get("s3.secret-access-key")
+    return fs.S3FileSystem(**options)
+
+
+def _s3a_as_iceberg(conf: dict[str, str]) -> dict[str, str]:
+    """The S3A settings of ``spark.hadoop.fs.s3a.*`` as Iceberg-style ``s3.*`` properties."""
+    s3a = {
+        k.removeprefix("spark.hadoop.fs.s3a."): v
+        for k, v in conf.items()
+        if k.startswith("spark.hadoop.fs.s3a.")
+    }
+    props = {}
+    if "endpoint" in s3a:
+        props["s3.endpoint"] = s3a["endpoint"]
+    if s3a.get("path.style.access") == "true":
+        props["s3.path-style-access"] = "true"
+    if "endpoint.region" in s3a:
+        props["s3.region"] = s3a["endpoint.region"]
+    if "access.key" in s3a:
+        props["s3.access-key-id"] = s3a["access.key"]
+        props["s3.secret-access-key"] = s3a.get("secret.key", "")
+    return props
+
+
+def check_bucket(location: str, props: dict[str, str], what: str) -> None:
+    """The bucket of an ``s3://``/``s3a://`` location exists and the credentials may list it."""
+    parts = urlsplit(location)
+    if parts.scheme not in ("s3", "s3a", "s3n"):
+        return
+    from pyarrow import fs
+
+    bucket = parts.netloc
+    endpoint = props.get("s3.endpoint", "AWS")
+    try:
+        store = _s3_filesystem(props)
+        info = store.get_file_info(bucket)
+        if info.type == fs.FileType.NotFound:
+            raise ConfigError(f"{what} {location}: bucket {bucket!r} does not exist at {endpoint}")
+        store.get_file_info(fs.FileSelector(bucket, recursive=False, allow_not_found=True))
+    except ConfigError:
+        raise
+    except Exception as exc:
+        reason = _first_line(exc)
+        if "ACCESS_DENIED" in reason or "InvalidAccessKeyId" in reason or "SignatureDoesNotMatch" in reason:
+            reason += " (wrong credentials? the AWS_* variables or s3.access-key-id / s3.secret-access-key)"
+        raise ConfigError(f"{what} {location}: object store {endpoint} refused: {reason}") from exc
+
+
+def _table_location(iceberg: Any, namespace: str, table: str) -> str:
+    """The table's location, "" when it does not exist yet (or the catalog cannot say)."""
+    try:
+        return str(iceberg.load_table((namespace, table)).location())
+    except Exception:
+        return ""
+
+
+def check_kafka(kafka: KafkaSettings, timeout_s: float = 10.0) -> None:
+    """The brokers answer and accept our credentials (checked when ``kafka.security`` is configured: a
+    wrong password otherwise surfaces as a JVM stack trace from Spark's Kafka source, or as retries)."""
+    from confluent_kafka.admin import AdminClient
+
+    security = kafka.security
+    try:
+        config: dict[str, Any] = {"bootstrap.servers": kafka.bootstrap_servers, **security.librdkafka()}
+    except (ValueError, OSError) as exc:
+        raise ConfigError(_first_line(exc)) from exc
+    errors: list[str] = []
+    # librdkafka would print every failed attempt to stderr; keep the first error for one line instead.
+    config |= {"log_level": "0", "error_cb": lambda err: errors.append(err.str())}
+    admin = AdminClient(config)
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except Exception as exc:
+        admin.poll(1)  # serves the error callbacks, where an authentication failure is reported
+        who = f" as {security.username!r} ({security.sasl_mechanism})" if security.sasl else ""
+        auth = [e for e in errors if "auth" in e.lower() or "sasl" in e.lower()]
+        reason = (auth or errors or [_first_line(exc)])[0]
+        if auth:
+            raise ConfigError(
+                f"Kafka at {kafka.bootstrap_servers} refused our credentials{who}: {reason}; "
+                "check kafka.security (username, LINEAGE__KAFKA__SECURITY__PASSWORD or password_file)"
+            ) from exc
+        raise ConfigError(
+            f"Kafka at {kafka.bootstrap_servers} does not answer{who} over {security.protocol}: {reason}"
+        ) from exc
+
+
+def check_settings(settings: Settings, *, checkpoint: bool) -> None:
+    """Every check that applies to these settings (``checkpoint``: the job writes the ingest checkpoint)."""
+    check_master(settings.spark.master)
+    if checkpoint and settings.kafka.security.protocol != "PLAINTEXT":
+        check_kafka(settings.kafka)
+    iceberg = check_catalog(settings.catalog)
+    if iceberg is not None:
+        props = {**iceberg.properties, **settings.catalog.properties}
+        # Where the tables are: the warehouse when the catalog tells it, else the raw table's location.
+        warehouse = props.get("warehouse", "")
+        if not is_uri(warehouse):
+            warehouse = _table_location(iceberg, settings.catalog.raw_namespace, "events")
+        if is_uri(warehouse):
+            check_bucket(warehouse, props, "warehouse")
+        if checkpoint and is_uri(str(settings.ingest.checkpoint)):
+            s3a = _s3a_as_iceberg(settings.spark.conf) or props
+            check_bucket(str(settings.ingest.checkpoint), s3a, "checkpoint")

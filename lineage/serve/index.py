@@ -1,0 +1,292 @@
+"""The read API's in-memory index: the lineage tables of one finished build, held as Arrow tables.
+
+:class:`IndexedStore` is the CLI's :class:`~lineage.cli.store.LineageStore` (same name resolution, same
+walks) whose table reads answer from memory instead of scanning Iceberg. :class:`ReadIndex` keeps the
+current one and replaces it, in one reference assignment, when a newer finished build appears: a request
+takes the current store once and answers from it alone, so no answer mixes two builds.
+
+A build commits each table on its own and appends its row to ``build_state`` as its very last commit
+(lineage.batch.build). The index therefore reads every table as of the ``build_state`` snapshot of the
+latest *finished* build (Iceberg time travel by commit time), never a table a build in progress has already
+rewritten.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+from lineage.cli.store import DATASET, LineageStore, LookupError_, Node
+from lineage.settings import Settings
+
+log = logging.getLogger(__name__)
+
+STATE_TABLE = "build_state"
+# build_state modes written while a build is still under way (lineage.batch.build FULL_PENDING,
+# EXTRACT_PENDING): the model tables are not consistent at such a snapshot.
+PENDING_MODES = ("full-pending", "re-extract-pending")
+# The tables the CLI's questions and the Marquez mapping read.
+TABLES = (
+    "datasets",
+    "dataset_aliases",
+    "jobs",
+    "job_summary",
+    "job_edges",
+    "column_edges",
+    "runs",
+    "run_io",
+    "job_dependencies",
+)
+# Tables a lake built by an earlier version may not have: the index answers without them.
+OPTIONAL_TABLES = ("job_dependencies",)
+
+
+@dataclass(frozen=True)
+class BuildMark:
+    """The finished build an index holds."""
+
+    state_snapshot_id: int  # the build_state snapshot its last commit made
+    committed_at: datetime
+    mode: str
+    loaded_at: datetime
+    load_seconds: float
+    index_bytes: int
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "build_snapshot_id": self.state_snapshot_id,
+            "build_committed_at": _iso(self.committed_at),
+            "build_mode": self.mode,
+            "loaded_at": _iso(self.loaded_at),
+            "load_seconds": round(self.load_seconds, 3),
+            "index_bytes": self.index_bytes,
+        }
+
+
+class IndexedStore(LineageStore):
+    """A :class:`LineageStore` over Arrow tables held in memory (row filters applied with Arrow compute)."""
+
+    def __init__(
+        self, settings: Settings, tables: dict[str, Any], schemas: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(settings)
+        self._tables = tables
+        self._schemas = dict(schemas or {})
+        self.build: BuildMark | None = None
+
+    def table(self, table: str) -> Any:  # pragma: no cover - never scanned: arrow() answers from memory
+        raise LookupError_(f"lineage.{table} is not held by the read index")
+
+    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+        if table not in self._tables:
+            raise LookupError_(f"lineage.{table} is not held by the read index")
+        data = self._tables[table]
+        if row_filter is not None:
+            from pyiceberg.expressions.visitors import bind
+            from pyiceberg.io.pyarrow import expression_to_pyarrow
+
+            bound = bind(self._schema(table), row_filter, case_sensitive=True)
+            data = data.filter(expression_to_pyarrow(bound))
+        return data.select(list(columns)) if columns else data
+
+    def _schema(self, table: str) -> Any:
+        """The Iceberg schema a row filter binds to (derived from the Arrow schema when not loaded)."""
+        if table not in self._schemas:
+            from pyiceberg.io.pyarrow import _pyarrow_to_schema_without_ids
+            from pyiceberg.schema import assign_fresh_schema_ids
+
+            arrow_schema = self._tables[table].schema
+            self._schemas[table] = assign_fresh_schema_ids(_pyarrow_to_schema_without_ids(arrow_schema))
+        return self._schemas[table]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self._tables.values())
+
+    def warm(self) -> IndexedStore:
+        """Build every lazily computed lookup now, in the loader, not in the first requests."""
+        for name in ("datasets", "dataset_nodes", "aliases", "job_keys", "jobs", "job_summary"):
+            getattr(self, name)
+        for name in (
+            "column_edge_rows",
+            "_names",
+            "_short_names",
+            "_tail_names",
+            "by_marquez_name",
+            "job_io",
+        ):
+            getattr(self, name)
+        self._edges_by_hop(None)
+        return self
+
+    @cached_property
+    def by_marquez_name(self) -> dict[tuple[str, str], Node]:
+        """(namespace, name) of every dataset (canonical or alias) and job -> its node."""
+        found: dict[tuple[str, str], Node] = {}
+        for alias in self.aliases:
+            node = self.dataset_nodes.get(alias["dataset_id"])
+            if node is not None:
+                found[(alias["alias_namespace"], alias["alias_name"])] = node
+        for node in self.dataset_nodes.values():
+            found[(node.namespace, node.name)] = node
+        return found
+
+    @cached_property
+    def job_io(self) -> dict[tuple[str, str], tuple[list[Node], list[Node]]]:
+        """(job namespace, name) -> (datasets it reads, datasets it writes), canonical datasets only."""
+        found: dict[tuple[str, str], tuple[list[Node], list[Node]]] = {}
+        edges = self._edge_columns
+        names = ("job_namespace", "job_name", "dataset_id", "direction")
+        for namespace, name, dataset_id, direction in zip(
+            *(edges.column(c).to_pylist() for c in names), strict=True
+        ):
+            node = self.dataset_nodes.get(dataset_id)
+            if node is not None:
+                inputs, outputs = found.setdefault((namespace, name), ([], []))
+                (inputs if direction == "input" else outputs).append(node)
+        return found
+
+    def dataset_named(self, namespace: str, name: str) -> Node | None:
+        node = self.by_marquez_name.get((namespace, name))
+        return node if node is not None and node.kind == DATASET else None
+
+
+def finished_build(state: Any) -> Any:
+    """The ``build_state`` snapshot of the latest finished build (None before the first one)."""
+    snapshot = state.current_snapshot()
+    while snapshot is not None:
+        rows = state.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("mode", "built_at")).to_arrow()
+        if rows.num_rows:
+            newest = max(rows.to_pylist(), key=lambda r: r["built_at"])
+            if newest["mode"] not in PENDING_MODES:
+                return snapshot
+        parent = snapshot.parent_snapshot_id
+        snapshot = state.snapshot_by_id(parent) if parent is not None else None
+    return None
+
+
+def state_snapshot_id(settings: Settings) -> int | None:
+    """The current snapshot of ``build_state`` (cheap: one catalog lookup and one metadata file)."""
+    snapshot = LineageStore(settings).table(STATE_TABLE).current_snapshot()
+    return None if snapshot is None else snapshot.snapshot_id
+
+
+def load_index(settings: Settings) -> IndexedStore:
+    """Read the tables of the latest finished build into memory.
+
+    Raises:
+        LookupError_: no catalog, no lineage tables or no finished build yet.
+    """
+    started = time.monotonic()
+    reader = LineageStore(settings)
+    state = reader.table(STATE_TABLE)
+    build = finished_build(state)
+    if build is None:
+        raise LookupError_("no finished build yet: run the build first (jobs/build_lineage.py or make build)")
+    mode = max(state.scan(snapshot_id=build.snapshot_id).to_arrow().to_pylist(), key=lambda r: r["built_at"])[
+        "mode"
+    ]
+    tables: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+    for name in TABLES:
+        try:
+            table = reader.table(name)
+        except LookupError_:
+            if name in OPTIONAL_TABLES:
+                continue
+            raise
+        pinned = table.snapshot_as_of_timestamp(build.timestamp_ms, inclusive=True)
+        if pinned is None:  # created after that build: empty as of it
+            from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+            tables[name] = schema_to_pyarrow(table.schema()).empty_table()
+            schemas[name] = table.schema()
+            continue
+        schema = table.schemas().get(pinned.schema_id) if pinned.schema_id is not None else None
+        schemas[name] = schema or table.schema()
+        tables[name] = table.scan(snapshot_id=pinned.snapshot_id).to_arrow()
+    store = IndexedStore(settings, tables, schemas).warm()
+    store.build = BuildMark(
+        state_snapshot_id=build.snapshot_id,
+        committed_at=datetime.fromtimestamp(build.timestamp_ms / 1000, UTC),
+        mode=mode,
+        loaded_at=datetime.now(UTC),
+        load_seconds=time.monotonic() - started,
+        index_bytes=store.nbytes,
+    )
+    return store
+
+
+class ReadIndex:
+    """The current :class:`IndexedStore`, refreshed every ``serve.refresh_seconds`` when a build finished."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.current: IndexedStore | None = None
+        self.error: str | None = None
+        self._seen_state: int | None = None
+
+    def refresh(self) -> bool:
+        """Load a newer finished build if there is one; True when the index changed. Blocking."""
+        token = state_snapshot_id(self.settings)
+        if token is not None and token == self._seen_state and self.current is not None:
+            return False
+        store = load_index(self.settings)
+        self._seen_state = token
+        old = self.current.build if self.current is not None else None
+        if old is not None and store.build and old.state_snapshot_id == store.build.state_snapshot_id:
+            return False  # the newer state row is a build still under way
+        self.current = store  # one reference assignment: requests see the old index or the new one
+        build = store.build
+        assert build is not None
+        log.info(
+            "read index: build snapshot %d (%s, committed %s) loaded in %.2f s, %d bytes",
+            build.state_snapshot_id,
+            build.mode,
+            _iso(build.committed_at),
+            build.load_seconds,
+            build.index_bytes,
+        )
+        return True
+
+    async def run(self) -> None:
+        """Refresh forever (the app's lifespan cancels it)."""
+        while True:
+            try:
+                await asyncio.to_thread(self.refresh)
+                self.error = None
+            except LookupError_ as exc:
+                if self.error != str(exc):
+                    log.warning("read index not refreshed: %s", exc)
+                self.error = str(exc)
+            except Exception as exc:  # keep serving the last good index
+                log.exception("read index refresh failed")
+                self.error = f"{type(exc).__name__}: {exc}"
+            await asyncio.sleep(self.settings.serve.refresh_seconds)
+
+    def health(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"ready": self.current is not None}
+        if self.current is not None and self.current.build is not None:
+            data.update(self.current.build.json())
+        if self.error:
+            data["error"] = self.error[:300]
+        return data
+
+
+async def lifespan(index: ReadIndex) -> AsyncIterator[None]:
+    task = asyncio.create_task(index.run(), name="read-index-refresh")
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")

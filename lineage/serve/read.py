@@ -1,0 +1,323 @@
+"""The read half of ``lineage serve``: Marquez-compatible GETs and our own ``/api/v2`` questions.
+
+Handlers are thin: parse and check the query with the CLI's rules (unknown node -> 404 with suggestions,
+bad depth or time -> 400), take the current index once, answer from it alone. Read-only; the same API keys
+as the intake when any are configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from lineage.cli import main as cli
+from lineage.cli.store import BOTH, DOWNSTREAM, UPSTREAM, LookupError_, UnknownNode, parse_time
+from lineage.serve import errors, marquez
+from lineage.serve.auth import ApiKeys
+from lineage.serve.index import IndexedStore, ReadIndex, lifespan
+from lineage.settings import Settings
+
+READ = web.AppKey("read_index", ReadIndex)
+READ_KEYS = web.AppKey("read_api_keys", ApiKeys)
+
+BAD_PARAMETER = "BAD_PARAMETER"
+NOT_BUILT = "LINEAGE_NOT_BUILT"
+MARQUEZ_DEPTH = 20  # Marquez's default depth (its OpenAPI spec)
+LIMIT = 100
+
+
+def _store(request: web.Request) -> IndexedStore:
+    if not request.app[READ_KEYS].allows(request.headers.get("Authorization")):
+        # the intake's refusal, word for word (lineage.serve.intake)
+        headers = {"WWW-Authenticate": "Bearer"}
+        raise errors.ApiError(401, errors.UNAUTHORIZED, "a valid API key is required", headers=headers)
+    index = request.app[READ]
+    store = index.current
+    if store is None:
+        why = index.error or "the lineage tables are being loaded"
+        raise errors.ApiError(503, NOT_BUILT, why, headers={"Retry-After": "5"})
+    return store
+
+
+def _int(request: web.Request, name: str, default: int | None, minimum: int = 1) -> int | None:
+    text = request.query.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be an integer, got {text!r}") from None
+    if value < minimum:
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(request: web.Request, name: str, default: bool) -> bool:
+    text = request.query.get(name)
+    if text is None or text == "":
+        return default
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be true or false, got {text!r}")
+
+
+def _required(request: web.Request, name: str) -> str:
+    value = request.query.get(name, "").strip()
+    if not value:
+        raise errors.ApiError(400, BAD_PARAMETER, f"query parameter {name} is required")
+    return value
+
+
+def _time(request: web.Request, name: str = "as_of") -> datetime | None:
+    text = request.query.get(name)
+    return parse_time(text) if text else None
+
+
+def _answer(request: web.Request, work: Callable[[IndexedStore], Any]) -> web.Response:
+    """Run ``work`` on the current index; the CLI's errors become 404 (unknown) or 400 (bad input)."""
+    store = _store(request)
+    try:
+        payload = work(store)
+    except UnknownNode as exc:
+        response = errors.error_payload(errors.NOT_FOUND, str(exc), suggestions=exc.suggestions)
+        return errors.json_response(404, response)
+    except LookupError_ as exc:
+        raise errors.ApiError(400, BAD_PARAMETER, str(exc)) from exc
+    if isinstance(payload, web.Response):
+        return payload
+    return errors.json_response(200, payload)
+
+
+def _unknown(what: str) -> UnknownNode:
+    return UnknownNode(f"unknown {what}")
+
+
+def _known_job(store: IndexedStore, key: tuple[str, str]) -> None:
+    """404 for a job not in the index, with the CLI's suggestions."""
+    if key not in store.job_keys:
+        store.resolve(f"job:{key[0]}/{key[1]}")  # raises UnknownNode with close names
+        raise _unknown(f"job {key[0]}/{key[1]}")
+
+
+# -- Marquez ----------------------------------------------------------------------------------------------
+async def namespaces(request: web.Request) -> web.Response:
+    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+
+    def work(store: IndexedStore) -> Any:
+        found = marquez.namespace_list(store)["namespaces"]
+        return {"namespaces": marquez.page(found, limit or LIMIT, offset or 0), "totalCount": len(found)}
+
+    return _answer(request, work)
+
+
+async def namespace(request: web.Request) -> web.Response:
+    name = request.match_info["namespace"]
+
+    def work(store: IndexedStore) -> Any:
+        for entry in marquez.namespace_list(store)["namespaces"]:
+            if entry["name"] == name:
+                return entry
+        raise _unknown(f"namespace {name!r}")
+
+    return _answer(request, work)
+
+
+async def jobs(request: web.Request) -> web.Response:
+    name = request.match_info["namespace"]
+    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+
+    def work(store: IndexedStore) -> Any:
+        keys = sorted(k for k in store.job_keys if k[0] == name)
+        chosen = marquez.page(keys, limit or LIMIT, offset or 0)
+        listed = [marquez.job_json(store, store.job_node(*k)) for k in chosen]
+        return {"jobs": listed, "totalCount": len(keys)}
+
+    return _answer(request, work)
+
+
+async def job(request: web.Request) -> web.Response:
+    key = (request.match_info["namespace"], request.match_info["job"])
+
+    def work(store: IndexedStore) -> Any:
+        _known_job(store, key)
+        return marquez.job_json(store, store.job_node(*key))
+
+    return _answer(request, work)
+
+
+async def job_runs(request: web.Request) -> web.Response:
+    key = (request.match_info["namespace"], request.match_info["job"])
+    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+
+    def work(store: IndexedStore) -> Any:
+        _known_job(store, key)
+        rows = store.runs(job=f"job:{key[0]}/{key[1]}")
+        chosen = marquez.page(rows, limit or LIMIT, offset or 0)
+        return {"runs": [marquez.run_json(store, r) for r in chosen], "totalCount": len(rows)}
+
+    return _answer(request, work)
+
+
+async def run(request: web.Request) -> web.Response:
+    run_id = request.match_info["id"]
+    return _answer(request, lambda store: marquez.run_json(store, store.run(run_id)))
+
+
+async def datasets(request: web.Request) -> web.Response:
+    name = request.match_info["namespace"]
+    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+
+    def work(store: IndexedStore) -> Any:
+        nodes = sorted((n for n in store.dataset_nodes.values() if n.namespace == name), key=lambda n: n.name)
+        chosen = marquez.page(nodes, limit or LIMIT, offset or 0)
+        return {"datasets": [marquez.dataset_json(store, n) for n in chosen], "totalCount": len(nodes)}
+
+    return _answer(request, work)
+
+
+async def dataset(request: web.Request) -> web.Response:
+    namespace_name, name = request.match_info["namespace"], request.match_info["dataset"]
+
+    def work(store: IndexedStore) -> Any:
+        node = store.dataset_named(namespace_name, name)
+        if node is None:
+            node = store.resolve(f"dataset:{namespace_name}/{name}")
+        return marquez.dataset_json(store, node)
+
+    return _answer(request, work)
+
+
+async def lineage(request: web.Request) -> web.Response:
+    node_id = _required(request, "nodeId")
+    depth = _int(request, "depth", MARQUEZ_DEPTH) or MARQUEZ_DEPTH
+
+    def work(store: IndexedStore) -> Any:
+        node, _ = marquez.parse_node_id(store, node_id)
+        return marquez.lineage_graph(store, node, depth)
+
+    return _answer(request, work)
+
+
+async def column_lineage(request: web.Request) -> web.Response:
+    node_id = _required(request, "nodeId")
+    depth = _int(request, "depth", MARQUEZ_DEPTH) or MARQUEZ_DEPTH
+    with_downstream = _bool(request, "withDownstream", False)
+
+    def work(store: IndexedStore) -> Any:
+        node, field = marquez.parse_node_id(store, node_id)
+        return marquez.column_lineage(store, node, field, depth, with_downstream)
+
+    return _answer(request, work)
+
+
+async def search(request: web.Request) -> web.Response:
+    q = _required(request, "q")
+    what = request.query.get("filter", "").lower() or None
+    if what not in (None, "job", "dataset"):
+        raise errors.ApiError(400, BAD_PARAMETER, f"filter must be job or dataset, got {what!r}")
+    sort = request.query.get("sort", "name").lower()
+    if sort not in ("name", "updated_at"):
+        raise errors.ApiError(400, BAD_PARAMETER, f"sort must be name or updated_at, got {sort!r}")
+    limit = _int(request, "limit", 10) or 10
+    return _answer(request, lambda store: marquez.search(store, q, what, sort, limit))
+
+
+# -- ours: the CLI's questions and JSON -------------------------------------------------------------------
+def _walk(direction: str) -> Callable[[web.Request], Any]:
+    async def handler(request: web.Request) -> web.Response:
+        node = _required(request, "node")
+        depth = _int(request, "depth", cli.DEFAULT_DEPTH)
+        columns = _bool(request, "columns", False)
+
+        def work(store: IndexedStore) -> Any:
+            as_of = _time(request)
+            root, field = store.resolve_field(node) if columns else (store.resolve(node), None)
+            walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns, field_name=field)
+            return cli.traversal_json(store, walk, as_of)
+
+        return _answer(request, work)
+
+    return handler
+
+
+async def impact(request: web.Request) -> web.Response:
+    target = _required(request, "node")
+    depth = _int(request, "depth", None)
+    return _answer(request, lambda store: cli.impact_of(store, target, depth, _time(request)))
+
+
+async def runs(request: web.Request) -> web.Response:
+    states = request.query.getall("state", [])
+    job_name = request.query.get("job") or None
+    limit = _int(request, "limit", 50)
+
+    def work(store: IndexedStore) -> Any:
+        wanted = cli.state_names(states)
+        rows = store.runs(job=job_name, states=wanted, since=_time(request, "since"), limit=limit)
+        return [cli.run_json(r) for r in rows]
+
+    return _answer(request, work)
+
+
+async def run_v2(request: web.Request) -> web.Response:
+    run_id = request.match_info["id"]
+    return _answer(request, lambda store: cli.run_detail(store, run_id))
+
+
+async def graph(request: web.Request) -> web.Response:
+    """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
+    node = _required(request, "node")
+    depth = _int(request, "depth", cli.DEFAULT_DEPTH)
+    fmt = request.query.get("format", "html")
+    direction = request.query.get("direction", BOTH)
+    if fmt not in cli.FORMATS:
+        raise errors.ApiError(400, BAD_PARAMETER, f"format must be one of {', '.join(cli.FORMATS)}")
+    if direction not in (UPSTREAM, DOWNSTREAM, BOTH):
+        raise errors.ApiError(400, BAD_PARAMETER, "direction must be upstream, downstream or both")
+    columns = _bool(request, "columns", fmt == "html")
+
+    def work(store: IndexedStore) -> Any:
+        from lineage.graph.render import render
+
+        root = store.resolve(node)
+        walk = store.traverse(root, direction, depth, as_of=_time(request), columns=columns or fmt == "html")
+        text = render(cli.graph_dict(store, walk), fmt)
+        types = {"html": "text/html", "json": "application/json", "dot": "text/vnd.graphviz"}
+        return web.Response(text=text, content_type=types.get(fmt, "text/plain"), charset="utf-8")
+
+    return _answer(request, work)
+
+
+def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
+    """Add the read routes and the index (loaded and refreshed in the background by the app's lifespan)."""
+    index = ReadIndex(settings)
+    app[READ] = index
+    app[READ_KEYS] = keys
+    app.cleanup_ctx.append(lambda _app: lifespan(index))
+    routes = [
+        ("namespaces", "/api/v1/namespaces", namespaces),
+        ("namespace", "/api/v1/namespaces/{namespace}", namespace),
+        ("jobs", "/api/v1/namespaces/{namespace}/jobs", jobs),
+        ("job", "/api/v1/namespaces/{namespace}/jobs/{job}", job),
+        ("job_runs", "/api/v1/namespaces/{namespace}/jobs/{job}/runs", job_runs),
+        ("run", "/api/v1/jobs/runs/{id}", run),
+        ("datasets", "/api/v1/namespaces/{namespace}/datasets", datasets),
+        ("dataset", "/api/v1/namespaces/{namespace}/datasets/{dataset}", dataset),
+        ("lineage", "/api/v1/lineage", lineage),
+        ("column_lineage", "/api/v1/column-lineage", column_lineage),
+        ("search", "/api/v1/search", search),
+        ("upstream", "/api/v2/upstream", _walk(UPSTREAM)),
+        ("downstream", "/api/v2/downstream", _walk(DOWNSTREAM)),
+        ("impact", "/api/v2/impact", impact),
+        ("runs", "/api/v2/runs", runs),
+        ("run_v2", "/api/v2/runs/{id}", run_v2),
+        ("graph", "/api/v2/graph", graph),
+    ]
+    for name, path, handler in routes:  # named, so /metrics counts them by endpoint (read_<name>)
+        app.router.add_get(path, handler, name=f"read_{name}")
+    return index

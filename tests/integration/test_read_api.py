@@ -1,0 +1,265 @@
+"""The read API of `lineage serve` as a real process on a catalog built by the real pipeline, called over
+real HTTP with Marquez's own Python client (marquez-python from PyPI) and with plain requests."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from marquez_client import MarquezClient
+from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.serde import Serde
+from pyspark.sql import SparkSession
+
+from lineage.batch.build import build_lineage
+from lineage.demo.events import lab_events
+from lineage.ingest.stream import run_ingest
+from lineage.io.local_kafka import free_port
+from lineage.io.publish import publish_raw
+from lineage.settings import Settings
+from tests.fixtures.pipeline import Pipeline, cli_env
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+LINEAGE = str(Path(sys.executable).with_name("lineage"))
+KAFKA = "kafka://kafka-1:19092"
+WAREHOUSE = "s3://warehouse"
+SPARK_OVERWRITE = ("fh-local", "supplier_stats_app.overwrite_by_expression_default_supplier_stats")
+INGESTION = ("http://jobmanager-2:8081", "iceberg-ingestion")
+
+
+class ReadService:
+    def __init__(self, env: dict[str, str], log_file: Path) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_file = log_file
+        with log_file.open("wb") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "lineage.cli.main", "serve"],
+                cwd=REPO,
+                env={**env, "LINEAGE__SERVE__PORT": str(port), "LINEAGE__SERVE__INTAKE": "false"},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def health(self) -> dict[str, Any]:
+        return requests.get(f"{self.url}/healthz", timeout=5).json()
+
+    def wait_ready(self, timeout_s: float = 60) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log_file.read_text()[-3000:]
+            with contextlib.suppress(requests.RequestException):
+                read = self.health()["read"]
+                if read["ready"]:
+                    return read
+            time.sleep(0.2)
+        raise TimeoutError(f"read index not ready:\n{self.log_file.read_text()[-3000:]}")
+
+    def get(self, path: str, **params: Any) -> requests.Response:
+        return requests.get(f"{self.url}{path}", params=params, timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def service(lab_pipeline: Pipeline, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadService]:
+    running = ReadService(lab_pipeline.env, tmp_path_factory.mktemp("read_api") / "serve.log")
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def client(service: ReadService) -> MarquezClient:
+    return MarquezClient(service.url)
+
+
+def test_marquez_client_lists_namespaces_jobs_and_datasets(client: MarquezClient) -> None:
+    names = {n["name"] for n in client.list_namespaces()["namespaces"]}
+    assert {"fh-local", "flink-jobs", KAFKA, WAREHOUSE, INGESTION[0], "lineage-lakehouse"} <= names
+
+    jobs = {j["name"]: j for j in client.list_jobs("fh-local")["jobs"]}
+    overwrite = jobs[SPARK_OVERWRITE[1]]
+    assert overwrite["inputs"] == [{"namespace": WAREHOUSE, "name": "default.db/orders"}]
+    assert overwrite["outputs"] == [{"namespace": WAREHOUSE, "name": "default.db/supplier_stats"}]
+    assert overwrite["latestRun"]["state"] == "FAILED"  # the latest retry failed
+
+    datasets = {d["name"] for d in client.list_datasets(KAFKA)["datasets"]}
+    assert "orders" in datasets
+    # the Iceberg table under its symlinked Hive name resolves to the canonical dataset
+    stats = client.get_dataset("hive://hive-metastore:9083", "default.supplier_stats")
+    assert (stats["namespace"], stats["name"]) == (WAREHOUSE, "default.db/supplier_stats")
+    assert {"supplier", "total_price"} <= {f["name"] for f in stats["fields"]}
+    hive = {"namespace": "hive://hive-metastore:9083", "name": "default.supplier_stats", "kind": "symlink"}
+    assert hive in stats["aliases"]
+
+
+def test_marquez_client_gets_runs_with_the_inferred_lost_state(client: MarquezClient) -> None:
+    runs = client.list_job_runs("fh-local", "supplier-stats")["runs"]
+    assert len(runs) == 1
+    stuck = client.get_job_run(runs[0]["id"])
+    assert stuck["state"] == "RUNNING"  # what the producer said, in Marquez's words
+    assert stuck["inferredState"] == "LOST"  # what the build inferred
+    assert stuck["jobVersion"]["name"] == "supplier-stats"
+    assert {"namespace": KAFKA, "name": "orders"} in [
+        {"namespace": v["namespace"], "name": v["name"]} for v in stuck["inputVersions"]
+    ]
+
+
+def test_lineage_of_the_lab_chain(service: ReadService) -> None:
+    answer = service.get("/api/v1/lineage", nodeId=f"dataset:{WAREHOUSE}:default.db/supplier_stats", depth=4)
+    assert answer.status_code == 200, answer.text
+    graph = {n["id"]: n for n in answer.json()["graph"]}
+    chain = [
+        f"dataset:{KAFKA}:orders",
+        f"job:{INGESTION[0]}:{INGESTION[1]}",
+        f"dataset:{WAREHOUSE}:default.db/orders",
+        f"job:{SPARK_OVERWRITE[0]}:{SPARK_OVERWRITE[1]}",
+        f"dataset:{WAREHOUSE}:default.db/supplier_stats",
+    ]
+    for origin, destination in itertools.pairwise(chain):
+        edge = {"origin": origin, "destination": destination}
+        assert edge in graph[origin]["outEdges"], origin
+        assert edge in graph[destination]["inEdges"], destination
+    assert graph[chain[0]]["type"] == "DATASET" and graph[chain[1]]["type"] == "JOB"
+    assert graph[chain[1]]["data"]["id"] == {"namespace": INGESTION[0], "name": INGESTION[1]}
+
+
+def test_column_lineage_through_the_client(client: MarquezClient) -> None:
+    graph = client.get_column_lineage_by_dataset_field(WAREHOUSE, "default.db/supplier_stats", "total_price")
+    nodes = {n["id"]: n for n in graph["graph"]}
+    total = nodes[f"datasetField:{WAREHOUSE}:default.db/supplier_stats:total_price"]["data"]
+    assert [(f["dataset"], f["field"], f["transformationType"]) for f in total["inputFields"]] == [
+        ("default.db/orders", "price", "DIRECT")
+    ]
+    assert total["inputFields"][0]["transformationSubtypes"]  # ours, beyond Marquez's shape
+    assert f"datasetField:{KAFKA}:orders:price" in nodes  # two jobs up
+
+
+def test_search(service: ReadService) -> None:
+    found = service.get("/api/v1/search", q="supplier%stats", filter="dataset").json()
+    assert {r["nodeId"] for r in found["results"]} >= {f"dataset:{WAREHOUSE}:default.db/supplier_stats"}
+    assert all(r["type"] == "DATASET" for r in found["results"])
+    assert found["totalCount"] == len(found["results"])
+
+
+def same_walk(data: dict[str, Any]) -> dict[str, Any]:
+    """A walk's JSON with its column edges in one order (the CLI lists them in the order the walk met them,
+    which follows set iteration and so differs between processes)."""
+    edges = data.get("column_edges", [])
+    return {**data, "column_edges": sorted(edges, key=lambda e: json.dumps(e, sort_keys=True))}
+
+
+def test_our_endpoints_answer_what_the_cli_answers(service: ReadService, lab_pipeline: Pipeline) -> None:
+    node = "hive://hive-metastore:9083/default.supplier_stats"
+    api = service.get("/api/v2/upstream", node=node, depth=3, columns="true")
+    assert api.status_code == 200, api.text
+    cli = subprocess.run(
+        [LINEAGE, "upstream", node, "--depth", "3", "--columns", "--json"],
+        env=lab_pipeline.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert same_walk(api.json()) == same_walk(json.loads(cli.stdout))
+
+    lost = service.get("/api/v2/runs", state="lost").json()
+    assert "supplier-stats" in {r["job_name"] for r in lost}
+    assert {r["inferred_state"] for r in lost} == {"LOST"}
+    impact = service.get("/api/v2/impact", node=f"{KAFKA}/orders.price").json()
+    assert {(c["dataset"], c["field"]) for c in impact["columns"]} >= {
+        (f"{WAREHOUSE}/default.db/supplier_stats", "total_price")
+    }
+    page = service.get("/api/v2/graph", node=f"{KAFKA}/orders")
+    assert page.status_code == 200
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "supplier-stats" in page.text
+
+
+def test_bad_input(service: ReadService) -> None:
+    unknown = service.get("/api/v1/lineage", nodeId=f"dataset:{KAFKA}:ordres")
+    assert unknown.status_code == 404
+    error = unknown.json()["error"]
+    assert error["code"] == "NOT_FOUND"
+    assert f"{KAFKA}/orders" in error["suggestions"]
+    for params in ({"depth": "0"}, {"depth": "ten"}):
+        bad = service.get("/api/v1/lineage", nodeId=f"dataset:{KAFKA}:orders", **params)
+        assert bad.status_code == 400, bad.text
+        assert bad.json()["error"]["code"] == "BAD_PARAMETER"
+    assert service.get("/api/v1/lineage").status_code == 400  # nodeId is required
+    assert service.get("/api/v2/upstream", node=f"{KAFKA}/orders", depth="-1").status_code == 400
+    assert service.get("/api/v2/upstream", node=f"{KAFKA}/orders", as_of="someday").status_code == 400
+    assert service.get(f"/api/v1/jobs/runs/{uuid.uuid4()}").status_code == 404
+    assert service.get("/api/v1/namespaces/fh-local/jobs/no-such-job").status_code == 404
+    assert service.get("/api/v2/runs", state="sleeping").status_code == 400
+    # read-only: the read half takes no writes (the intake is off here)
+    assert requests.post(f"{service.url}/api/v1/lineage", json={}, timeout=5).status_code == 405
+
+
+def new_job_event(name: str) -> bytes:
+    event = RunEvent(
+        eventType=RunState.COMPLETE,
+        eventTime=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        run=Run(runId=str(uuid.uuid4())),
+        job=Job(namespace="read-api-tests", name=name),
+        producer="urn:lineage-tests",
+        inputs=[InputDataset(namespace=KAFKA, name="orders")],
+        outputs=[OutputDataset(namespace="file", name=f"/tmp/{name}")],
+    )
+    return Serde.to_json(event).encode()
+
+
+def test_index_refreshes_after_a_new_build(spark: SparkSession, own_lake: Settings, tmp_path: Path) -> None:
+    def land(messages: list[bytes]) -> None:
+        publish_raw(
+            own_lake.kafka.bootstrap_servers,
+            own_lake.kafka.topic,
+            [(b"k", m) for m in messages],
+            own_lake.kafka.max_message_bytes,
+        )
+        run_ingest(spark, own_lake)
+        build_lineage(spark, own_lake)
+
+    land([Serde.to_json(e.event).encode() for e in lab_events()])
+    env = {**cli_env(own_lake, tmp_path / "unused.yml"), "LINEAGE__SERVE__REFRESH_SECONDS": "0.5"}
+    running = ReadService(env, tmp_path / "serve.log")
+    try:
+        first = running.wait_ready()
+        assert running.get("/api/v1/namespaces/read-api-tests/jobs").json()["totalCount"] == 0
+        land([new_job_event("late-job")])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            read = running.health()["read"]
+            if read["build_snapshot_id"] != first["build_snapshot_id"]:
+                break
+            time.sleep(0.2)
+        assert read["build_snapshot_id"] != first["build_snapshot_id"], read
+        jobs = running.get("/api/v1/namespaces/read-api-tests/jobs").json()["jobs"]
+        assert [j["name"] for j in jobs] == ["late-job"]
+        downstream = running.get("/api/v2/downstream", node=f"{KAFKA}/orders", depth=1).json()
+        assert "read-api-tests/late-job" in {n["label"] for n in downstream["nodes"]}
+    finally:
+        running.stop()

@@ -1,0 +1,184 @@
+# ruff: noqa: E501  (the corpus reads best one case per line)
+"""The secret rules: what they redact, what they leave, and that Spark (Java regex) and Python agree."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+from pyspark.sql import SparkSession
+
+from lineage.events.redact import (
+    MARKER,
+    build_redactor,
+    builtin_rules,
+    redact_bytes,
+    redact_text,
+    without_credentials,
+)
+from lineage.observe import catalog_namespace
+from lineage.settings import CatalogSettings
+from lineage.transforms import envelope
+
+KAFKA_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+
+# (text, secrets that must be gone afterwards)
+SECRETS: list[tuple[str, list[str]]] = [
+    ('{"url": "jdbc:postgresql://db:5432/app?user=app&password=hunter2&ssl=true"}', ["hunter2", "=app&"]),
+    (
+        '{"url": "jdbc:sqlserver://db:1433;databaseName=x;user=sa;password=Sql$erver1"}',
+        ["Sql$erver1", "=sa;"],
+    ),
+    ('{"url": "jdbc:oracle:thin:scott/tiger42@db:1521/orcl"}', ["tiger42"]),
+    (
+        '{"sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required '
+        'username=\\"alice\\" password=\\"alice-jaas-pw\\";"}',
+        ["alice-jaas-pw"],
+    ),
+    (
+        '{"message": "401 from https://api: Authorization: Bearer tok-0123456789abcdef"}',
+        ["tok-0123456789abcdef"],
+    ),
+    ('{"headers": {"Authorization": "Basic YWxpY2U6c2VjcmV0"}}', ["YWxpY2U6c2VjcmV0"]),
+    ('{"spark.hadoop.fs.s3a.secret.key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}', ["wJalrXUtnFEMI"]),
+    ('{"spark.hadoop.fs.s3a.access.key": "AKIAIOSFODNN7EXAMPLE"}', ["AKIAIOSFODNN7EXAMPLE"]),
+    (
+        '{"msg": "creds AKIAIOSFODNN7EXAMPLE / aws_secret_access_key=wJalrXUtnFEMIK7MDENG"}',
+        ["AKIA", "wJalrXUt"],
+    ),
+    ('{"name": "s3://bucket/data?api_key=k3y-123456&x=1"}', ["k3y-123456"]),
+    ('{"namespace": "postgres://user:Pa55word@host:5432"}', ["Pa55word"]),
+    ('{"namespace": "POSTGRES://Admin:UPPER-Case-PW@Host:5432"}', ["UPPER-Case-PW"]),
+    ('{"uri": "https://bob:s3cr%40t@catalog.example.com/api"}', ["s3cr%40t"]),
+    ('{"properties": [{"name": "db.password", "value": "pair-pw"}]}', ["pair-pw"]),
+    ('{"fs.azure.account.key.acct.dfs.core.windows.net": "azkey=="}', ["azkey=="]),
+    ('{"clientSecret": "cs-1", "refresh_token": "rt-1", "X-Api-Key": "xk-1"}', ["cs-1", "rt-1", "xk-1"]),
+    ('{"cmd": "export DB_PASSWORD=\'quoted-pw\' && run"}', ["quoted-pw"]),
+    (
+        '{"key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBg\\n-----END PRIVATE KEY-----"}',
+        ["MIIEvQIBADANBg"],
+    ),
+    ('{"t": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}', ["ghp_0123456789"]),
+    (
+        '{"t": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"}',
+        ["eyJ"],
+    ),
+    ('{"u": "jdbc:mysql://db/x?user\\u003dapp\\u0026password\\u003descaped-pw"}', ["escaped-pw"]),
+]
+
+# Text that must come out unchanged.
+CLEAN = [
+    '{"namespace": "kafka://broker:9092", "name": "orders"}',
+    '{"namespace": "s3://warehouse", "name": "default.db/orders"}',
+    '{"uri": "https://host:8080/path@x", "primaryKey": "id", "keyColumns": "a,b"}',
+    '{"fields": [{"name": "password", "type": "string"}, {"name": "token_count", "type": "int"}]}',
+    '{"columnLineage": {"fields": {"api_key": {"inputFields": []}}}}',
+    '{"runId": "0190a1b2-0000-7000-8000-000000000000", "eventTime": "2026-11-20T08:00:00Z"}',
+    '{"doc": "basic statistics of the orders"}',
+    '{"sha": "3f786850e387550fdab836ed7e6dc881de23001b"}',
+]
+
+
+@pytest.mark.parametrize(("text", "gone"), SECRETS)
+def test_each_planted_secret_is_replaced_and_json_stays_valid(text: str, gone: list[str]) -> None:
+    out, count = redact_text(text)
+    assert count >= 1 and MARKER in out
+    for secret in gone:
+        assert secret not in out, out
+    json.loads(out)
+
+
+@pytest.mark.parametrize("text", CLEAN)
+def test_text_without_secrets_is_left_alone(text: str) -> None:
+    assert redact_text(text) == (text, 0)
+
+
+def test_redacting_twice_changes_nothing() -> None:
+    for text, _ in SECRETS:
+        once, _count = redact_text(text)
+        assert redact_text(once) == (once, 0), once
+
+
+def test_every_rule_has_an_example_it_redacts() -> None:
+    for rule in builtin_rules():
+        out, count = redact_text(rule.example)
+        assert count >= 1 and MARKER in out, rule.name
+
+
+def test_uri_keeps_user_and_host_but_not_the_password() -> None:
+    out, _ = redact_text("postgres://user:pw@host:5432")
+    assert out == f"postgres://user:{MARKER}@host:5432"
+
+
+def test_allow_lists_and_extra_patterns() -> None:
+    redactor = build_redactor(
+        extra_patterns=[r"ACME-[0-9]{6}", r"(internal-ref: )[a-z]+"],
+        allow_values=[r"\$\{env:[A-Z_]+\}"],
+        allow_keys=[r"kafka\.key\.serializer"],
+    )
+    text = (
+        '{"password": "${env:DB_PW}", "kafka.key.serializer": "org.StringSerializer", '
+        '"msg": "id ACME-123456 internal-ref: zebra", "token": "real"}'
+    )
+    out, count = redactor.redact(text)
+    assert "${env:DB_PW}" in out and "org.StringSerializer" in out
+    assert "ACME-123456" not in out and "zebra" not in out and "internal-ref: " in out
+    assert '"token": "***REDACTED***"' in out
+    assert count == 3
+
+
+def test_bad_patterns_are_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        build_redactor(extra_patterns=["(unclosed"])
+    with pytest.raises(ValueError, match="more than one capturing group"):
+        build_redactor(extra_patterns=["(a)(b)"])
+    with pytest.raises(ValueError, match="capturing group"):
+        build_redactor(allow_values=["(x)"])
+
+
+def test_bytes_that_are_not_utf8_are_returned_unchanged() -> None:
+    raw = b"\xff\xfe password=abc"
+    assert redact_bytes(raw) == (raw, 0)
+    assert redact_bytes(b"password=abc") == (f"password={MARKER}".encode(), 1)
+
+
+def test_spark_and_python_redact_identically(spark: SparkSession) -> None:
+    texts = [t for t, _ in SECRETS] + CLEAN + [f'{{"a": "{MARKER}"}}']
+    redactor = build_redactor(allow_keys=[r"kafka\.key\.serializer"], extra_patterns=[r"ACME-[0-9]{6}"])
+    texts.append('{"kafka.key.serializer": "x", "m": "ACME-000001"}')
+    rows = [(b"key password=k", t.encode(), "t", 0, i, datetime(2026, 11, 20)) for i, t in enumerate(texts)]
+    redacted = envelope.redact_messages(spark.createDataFrame(rows, KAFKA_SCHEMA), redactor)
+    found = redacted.orderBy("offset").collect()
+    mismatches = []
+    for text, row in zip(texts, found, strict=True):
+        expected, _ = redactor.redact(text)
+        got = bytes(row["value"]).decode()
+        if got != expected:
+            mismatches.append(f"python {expected!r}\n spark {got!r}")
+        assert bytes(row["key"]).decode() == f"key password={MARKER}"
+        assert row["redactions"] == expected.count(MARKER) + 1
+        assert row["payload_bytes"] == len(text.encode())
+    assert not mismatches, "\n".join(mismatches)
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("https://alice:pw-1@catalog.example.com/api/catalog", "https://catalog.example.com/api/catalog"),
+        ("jdbc:postgresql://db:5432/iceberg?user=u&password=pw-1", "jdbc:postgresql://db:5432/iceberg"),
+        (
+            "jdbc:sqlserver://db:1433;user=sa;password=pw-1",
+            f"jdbc:sqlserver://db:1433;user={MARKER};password={MARKER}",
+        ),
+        ("thrift://metastore:9083", "thrift://metastore:9083"),
+        ("jdbc:sqlite:/tmp/x/catalog.db", "jdbc:sqlite:/tmp/x/catalog.db"),
+    ],
+)
+def test_published_catalog_addresses_carry_no_credentials(uri: str, expected: str) -> None:
+    assert without_credentials(uri) == expected
+
+
+def test_our_own_symlink_namespace_drops_the_catalog_uris_credentials() -> None:
+    catalog = CatalogSettings(properties={"type": "rest", "uri": "https://cat:pw-2@rest.example.com/api"})
+    assert catalog_namespace(catalog) == "https://rest.example.com/api"
