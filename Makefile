@@ -7,14 +7,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 JARS := .jars
 POM := conf/maven/pom.xml
-MVN := mvn -q -B -s conf/maven/settings.xml -f $(POM)
+# One Maven at a time (setup runs the fetches in parallel with the pip installs; Maven 3.8's local
+# repository is not safe for concurrent processes).
+MVN_LOCKED := flock $(CURDIR)/.jars.lock mvn
+MVN := $(MVN_LOCKED) -q -B -s conf/maven/settings.xml -f $(POM)
 # Extra prerequisites of `make test` (browser for the graph page test, ...); set by the mk/*.mk parts.
 TEST_PREREQS :=
 
 # Parts of the build owned by one feature each (Flink producers, benchmarks, browser tests).
 -include $(sort $(wildcard mk/*.mk))
 
-.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full build-reextract report lineage-report demo test \
+.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full build-reextract maintain report lineage-report demo test \
         test-unit lint clean distclean
 
 help: ## List the targets
@@ -65,6 +68,9 @@ build-full: setup ## Recompute lake.lineage.* from the extracted form of all eve
 build-reextract: setup ## Parse every raw event again into the extracted form, then recompute lake.lineage.*
 	$(PY) jobs/build_lineage.py --re-extract
 
+maintain: setup ## Retention, compaction, snapshot expiry and orphan removal of the lake's tables ([maintain])
+	$(PY) jobs/maintain_lake.py
+
 report: ## Print what landed in the raw tables
 	$(PY) -m lineage.demo report
 
@@ -90,7 +96,8 @@ demo: publish-demo ## The whole demo: Kafka, publish, ingest, build, report, our
 	$(PY) -m lineage.demo run-event COMPLETE "$$OPENLINEAGE_PARENT_ID"; \
 	echo "open $(CURDIR)/$(DEMO_GRAPH) in a browser (works offline)"
 
-test: setup $(TEST_PREREQS) ## Run the whole test suite (unit + integration with a real broker, Spark, Iceberg)
+test: ## Run the whole test suite (unit + integration with a real broker, Spark, Iceberg)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target setup $(TEST_PREREQS)
 	@$(PY) -m pytest --durations=40; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing loudly" >&2; exit 1; fi; exit $$rc
 

@@ -9,20 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from datetime import datetime
 
 from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
 from lineage.io.preflight import ConfigError, check_settings
-from lineage.settings import load_settings
+from lineage.settings import cli_instant, load_settings
 from lineage.spark import build_session
-
-
-def _instant(text: str) -> datetime:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="parse every raw event again into the extracted form, then recompute every table",
     )
-    parser.add_argument("--now", type=_instant, help="reference time for run liveness (default: now)")
+    parser.add_argument("--now", type=cli_instant, help="reference time for run liveness (default: now)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)

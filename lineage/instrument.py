@@ -1,7 +1,8 @@
 """Our jobs as OpenLineage producers: what the ingestion and the build report about themselves.
 
-``observed_ingest`` / ``observed_build`` wrap :func:`lineage.ingest.stream.run_ingest` and
-:func:`lineage.batch.build.build_lineage` with START, RUNNING (ingestion, every
+``observed_ingest`` / ``observed_build`` / ``observed_maintenance`` wrap
+:func:`lineage.ingest.stream.run_ingest`, :func:`lineage.batch.build.build_lineage` and
+:func:`lineage.batch.maintain.maintain_lake` with START, RUNNING (ingestion, every
 ``running_interval_seconds``, with progress), COMPLETE or FAIL events. Inputs and outputs are named the way
 OpenLineage names Iceberg tables (table location, plus the catalog table as a symlink), with schemas,
 output statistics and the column lineage declared below.
@@ -21,6 +22,7 @@ from lineage.batch.build import (
     BuildResult,
     build_lineage,
 )
+from lineage.batch.maintain import MaintainResult, maintain_lake
 from lineage.ingest.stream import IngestProgress, run_ingest
 from lineage.io.tables import create_raw_tables
 from lineage.observe import (
@@ -217,6 +219,31 @@ def observed_build(
                 for info in describe_tables(catalog, names)
             ]
         run.emit(RunState.COMPLETE, inputs, outputs)
+        return result
+
+
+def observed_maintenance(
+    spark: SparkSession, settings: Settings, *, now: datetime | None = None
+) -> MaintainResult:
+    """:func:`maintain_lake`, reported as a BATCH run of job ``maintain_lake`` (the tables it rewrote are its
+    outputs, with their sizes after the run)."""
+    catalog = settings.catalog
+    with tracked_run(
+        settings.own_lineage(),
+        "maintain_lake",
+        processing_type="BATCH",
+        description=f"retention, compaction and snapshot expiry of {catalog.name}.*",
+        engine=_spark_engine(spark),
+    ) as run:
+        run.emit(RunState.START)
+        result = maintain_lake(spark, settings, now=now)
+        changed = [
+            tuple(t.table.split(".")[1:])
+            for t in result.tables
+            if t.retired_rows or t.rewritten_files or t.expired_files or t.orphan_files
+        ]
+        outputs = [output_dataset(info) for info in describe_tables(catalog, changed)]  # type: ignore[arg-type]
+        run.emit(RunState.COMPLETE, [], outputs)
         return result
 
 

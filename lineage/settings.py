@@ -9,7 +9,9 @@ Relative paths are resolved against the current working directory once, at load 
 
 from __future__ import annotations
 
+import argparse
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -241,6 +243,20 @@ class BuildSettings(_Section):
     column_path_max_depth: int = Field(default=20, ge=1)
 
 
+class MaintainSettings(_Section):
+    """[maintain]: jobs/maintain_lake.py, Iceberg maintenance and raw-event retention (docs/operations.md)."""
+
+    snapshot_max_age_hours: float = Field(default=24, gt=0)  # older snapshots expire (see docs for the clamp)
+    retain_last_snapshots: int = Field(default=10, ge=1)  # kept whatever their age
+    # Iceberg's procedure refuses less than 24 h: a file younger than this may belong to a running write.
+    orphan_min_age_hours: float = Field(default=72, ge=24)
+    compact_min_input_files: int = Field(default=5, ge=2)  # a partition with fewer small files is left alone
+    # 0 keeps every raw event; otherwise events older than this (event time) whose facts are extracted
+    # already are deleted from raw.events; the lineage model keeps what it learned from them.
+    raw_retention_days: float = Field(default=0, ge=0)
+    rejected_retention_days: float = Field(default=0, ge=0)  # 0 keeps every rejected message
+
+
 class LocalKafkaSettings(_Section):
     """The single-node KRaft broker run by `make kafka-start` and the test fixtures."""
 
@@ -376,6 +392,7 @@ class Settings(BaseSettings):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
+    maintain: MaintainSettings = Field(default_factory=MaintainSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
     local_cluster: LocalClusterSettings = Field(default_factory=LocalClusterSettings)
     openlineage: OpenLineageSettings = Field(default_factory=OpenLineageSettings)
@@ -473,3 +490,11 @@ def parse_trigger(trigger: str) -> dict[str, Any]:
     if len(parts) == 2 and parts[0].isdigit() and parts[1].lower() in units:
         return {"processingTime": text}
     raise ValueError(f"trigger must be 'availableNow' or an interval like '10 seconds', got {trigger!r}")
+
+
+def cli_instant(text: str) -> datetime:
+    """An ISO-8601 instant given on a job's command line (``--now``); ``Z`` accepted."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from exc

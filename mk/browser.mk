@@ -21,6 +21,7 @@ browser: ## Install Debian's chromium (/usr/bin/chromium) for the graph page tes
 	  echo "$(CHROMIUM) is missing: install Debian's chromium as root (apt-get install -y --no-install-recommends chromium)" >&2; \
 	  exit 1; \
 	fi; \
+	exec 9>$(CURDIR)/.apt.lock; flock 9; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get install -y -q --no-install-recommends chromium \
 	  || { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; }; \

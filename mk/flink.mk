@@ -3,7 +3,7 @@
 # Flink pins: conf/flink/requirements-flink{1,2}.txt; jar pins: conf/maven/flink/pom.xml. docs/flink.md.
 
 FLINK_POM := conf/maven/flink/pom.xml
-FLINK_MVN := mvn -q -B -s conf/maven/settings.xml -f $(FLINK_POM)
+FLINK_MVN := $(MVN_LOCKED) -q -B -s conf/maven/settings.xml -f $(FLINK_POM)
 # One venv per Flink line: apache-flink 1.x and 2.x cannot share one, nor live in the Spark venv
 # (they pin their own pyarrow, pandas, numpy and apache-beam).
 FLINK_VENVS := .venv-flink2 .venv-flink1

@@ -13,6 +13,7 @@ graphviz: ## Install Debian's graphviz (/usr/bin/dot) so the DOT export's render
 	  echo "$(DOT) is missing: install Debian's graphviz as root (apt-get install -y --no-install-recommends graphviz)" >&2; \
 	  exit 1; \
 	fi; \
+	exec 9>$(CURDIR)/.apt.lock; flock 9; \
 	export DEBIAN_FRONTEND=noninteractive; \
 	apt-get install -y -q --no-install-recommends graphviz \
 	  || { apt-get update -q && apt-get install -y -q --no-install-recommends graphviz; }; \

@@ -41,7 +41,9 @@ from datetime import UTC, datetime
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.window import Window
 
+from lineage.batch.maintain import RETIRED_TABLE
 from lineage.io import lake
 from lineage.settings import Settings
 from lineage.transforms import columns, model
@@ -226,6 +228,13 @@ class _Build:
             "event_facts": event_facts(extracted).withColumn(RANGE, tagged),
             "dataset_mentions": model.dataset_mentions(extracted).withColumn(RANGE, tagged),
         }
+        if previous is None:
+            # Events that retention removed from the raw table live on in the extracted form only.
+            for name, kept in self._retired(outputs["event_facts"], tagged).items():
+                frame = outputs[name]
+                outputs[name] = frame.unionByName(
+                    kept.select(*[c for c in kept.columns if c in frame.columns]), allowMissingColumns=True
+                )
         for name, frame in outputs.items():
             if previous is None:
                 lake.replace_table(frame, self.t(name))
@@ -234,6 +243,29 @@ class _Build:
             self.step_done(name)
         extracted.unpersist()
         return count
+
+    def _retired(self, new_facts: DataFrame, tagged: Column) -> dict[str, DataFrame]:
+        """The extracted rows of events retired from the raw table (``lineage.retired_events``), per extracted
+        table: rows older than the latest retention cutoff, read at the tables' current snapshots before the
+        re-extraction replaces them, of events the raw table no longer holds. An event that arrived more than
+        once may have copies on both sides (:func:`carried_over`)."""
+        if not lake.table_exists(self.spark, self.t(RETIRED_TABLE)):
+            return {}
+        before = self.table(RETIRED_TABLE).agg(F.max("event_time_before")).collect()[0][0]
+        if before is None:
+            return {}
+        old = {}
+        for name in EXTRACTED_TABLES:
+            if lake.table_exists(self.spark, self.t(name)):
+                snapshot = lake.current_snapshot_id(self.spark, self.t(name))
+                if snapshot is not None:
+                    rows = lake.read_at(self.spark, self.t(name), snapshot).drop(RANGE)
+                    old[name] = rows.where(F.col("event_time") < F.lit(before))
+        if "event_facts" not in old:
+            return {}
+        kept = {name: rows.withColumn(RANGE, tagged) for name, rows in carried_over(old, new_facts).items()}
+        log.info("re-extraction keeps the extracted rows of events retired before %s", before)
+        return kept
 
     # -- 2a. full recompute --------------------------------------------------------------------------
     def full(self) -> int:
@@ -612,6 +644,36 @@ class _Build:
         return found
 
 
+def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, DataFrame]:
+    """Of the old extracted rows (``event_facts`` and other tables keyed by ``event_hash``, without the range
+    column), those of events the new facts hold fewer times: of an event held n times before and k times
+    now, n - k copies; a table with r identical rows of that event keeps r (n - k) / n of them.
+
+    Extraction is deterministic, so every copy of an event has the same rows."""
+    one = F.lit(1)
+    now_held = new_facts.groupBy("event_hash").agg(F.count(one).alias("_new"))
+    copies = (
+        old["event_facts"]
+        .groupBy("event_hash")
+        .agg(F.count(one).alias("_old"))
+        .join(now_held, "event_hash", "left")
+        .select("event_hash", "_old", F.coalesce("_new", F.lit(0)).alias("_new"))
+        .where(F.col("_old") > F.col("_new"))
+    )
+    kept = {}
+    for name, rows in old.items():
+        same = Window.partitionBy(F.sha2(F.to_json(F.struct(*rows.columns)), 256))
+        ranked = (
+            rows.join(copies, "event_hash")
+            .withColumn("_n", F.count(one).over(same))
+            .withColumn("_rn", F.row_number().over(same.orderBy("event_hash")))
+        )
+        kept[name] = ranked.where(F.col("_rn") > F.col("_new") * F.col("_n") / F.col("_old")).drop(
+            "_old", "_new", "_n", "_rn"
+        )
+    return kept
+
+
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:
     return frame if datasets is None else frame.join(datasets, "dataset_id", "left_semi")
 
@@ -690,6 +752,13 @@ def build_lineage(
         build.record(EXTRACT_PENDING, previous, None, 0)
         new_events = build.extract(None, current)
     else:
+        assert previous is not None
+        if not lake.snapshot_exists(spark, build.raw, previous):
+            raise BuildError(
+                f"raw snapshot {previous} of the last build is no longer in {build.raw} (its snapshots were "
+                "expired outside jobs/maintain_lake.py), so the new events cannot be told apart: run "
+                "`make build-reextract` (it keeps what retention retired)"
+            )
         new_events = build.extract(previous, current) if previous != current else 0
         mode = "full" if full_refresh or state.full_pending else "incremental"
     if mode == "incremental":

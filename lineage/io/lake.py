@@ -37,6 +37,12 @@ def current_snapshot_id(spark: SparkSession, table: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
+def snapshot_exists(spark: SparkSession, table: str, snapshot_id: int) -> bool:
+    """Whether the table still has that snapshot (not expired)."""
+    query = f"SELECT count(*) FROM {table}.snapshots WHERE snapshot_id = {int(snapshot_id)}"
+    return bool(spark.sql(query).collect()[0][0])
+
+
 def read_at(spark: SparkSession, table: str, snapshot_id: int) -> DataFrame:
     """The table as of one snapshot (so every read of one build sees the same data)."""
     return spark.read.option("versionAsOf", str(snapshot_id)).table(table)

@@ -16,12 +16,13 @@ from chispa import assert_df_equality
 from openlineage.client.serde import Serde
 from pyspark.sql import DataFrame, SparkSession
 
-from lineage.batch.build import BUILD_TABLES, FAULT_ENV, RANGE, build_lineage
+from lineage.batch.build import BUILD_TABLES, FAULT_ENV, RANGE, BuildError, build_lineage
+from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import lab_events
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.publish import publish_raw
-from lineage.settings import Settings
+from lineage.settings import MaintainSettings, Settings
 from tests.unit.column_events import column_lineage, direct, input_field
 from tests.unit.model_events import at, dataset, run_event, run_id
 
@@ -62,7 +63,7 @@ def frozen(spark: SparkSession, settings: Settings) -> dict[str, DataFrame]:
 
 
 def assert_same_tables(expected: dict[str, DataFrame], actual: dict[str, DataFrame]) -> None:
-    for name in ALL_TABLES:
+    for name in expected:
         assert_df_equality(
             actual[name],
             expected[name],
@@ -124,25 +125,86 @@ def test_lab_scenario_lost_run_merged_dataset_and_chain(spark: SparkSession, own
     }
 
 
-def test_incremental_builds_equal_a_full_refresh(spark: SparkSession, own_lake: Settings) -> None:
+def _files(spark: SparkSession, table: str) -> list[str]:
+    return [r[0] for r in spark.sql(f"SELECT file_path FROM {table}.files").collect()]
+
+
+def test_incremental_builds_equal_a_full_refresh_across_maintenance(
+    spark: SparkSession, own_lake: Settings
+) -> None:
+    """Compaction, snapshot expiry and retention of raw.events between two builds: the incremental build,
+    a full refresh and a re-extraction give the same tables, and the model keeps the retired events."""
+    settings = own_lake.model_copy(
+        update={
+            "maintain": MaintainSettings(
+                raw_retention_days=1,
+                snapshot_max_age_hours=1e-6,
+                retain_last_snapshots=1,
+                compact_min_input_files=2,
+            )
+        }
+    )
+    raw = settings.catalog.events_table
     events = lab_json()
     first, rest = events[:11], events[11:]
-    send(own_lake, first)
-    run_ingest(spark, own_lake, trigger="availableNow")
-    assert build_lineage(spark, own_lake, now=NOW).mode == "full"
+    for part in (first[:5], first[5:]):  # two appends: small files to compact
+        send(settings, part)
+        run_ingest(spark, settings, trigger="availableNow")
+    assert build_lineage(spark, settings, now=NOW).mode == "full"
     # The rest arrives shuffled, with duplicates, and with a late RUNNING for a finished run.
     late = [e for e in events if b'"RUNNING"' in e][:2]
     tail = rest + rest[:5] + late
     random.Random(7).shuffle(tail)
-    send(own_lake, tail)
-    run_ingest(spark, own_lake, trigger="availableNow")
-    assert build_lineage(spark, own_lake, now=NOW).mode == "incremental"
-    incremental = frozen(spark, own_lake)
+    for part in (tail[:9], tail[9:]):
+        send(settings, part)
+        run_ingest(spark, settings, trigger="availableNow")
+    data_dir = Path(_files(spark, raw)[0].removeprefix("file:")).parent
+    orphan = data_dir / "left-by-a-killed-writer.parquet"
+    orphan.write_bytes(b"PAR1")
+    four_days_ago = datetime.now(UTC).timestamp() - 4 * 86400
+    os.utime(orphan, (four_days_ago, four_days_ago))
 
-    assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
+    snapshots = f"SELECT snapshot_id FROM {raw}.snapshots ORDER BY committed_at"
+    before = [r[0] for r in spark.sql(snapshots).collect()]
+    built = table(spark, settings, "build_state").where("mode = 'full'").first()["raw_snapshot_id"]
 
-    assert_same_tables(incremental, frozen(spark, own_lake))
+    report = {t.table: t for t in maintain_lake(spark, settings).tables}
+
+    # Every lab event is days old; only the 11 the first build extracted are retired, not the new ones.
+    assert report[raw].retired_rows == 11
+    assert spark.table(raw).count() == len(tail)
+    # Compacted; every snapshot older than the build's expired, the build's and the newer ones kept.
+    assert report[raw].rewritten_files == 2 and report[raw].files_after == 1
+    after = {r[0] for r in spark.sql(snapshots).collect()}
+    assert before.index(built) == 1 and before[0] not in after and set(before[1:]) <= after
+    assert report[raw].orphan_files == 1 and not orphan.exists()
+    assert build_lineage(spark, settings, now=NOW).mode == "incremental"
+    incremental = frozen(spark, settings)
+    assert incremental["event_facts"].count() == len(events) + 5 + 2
     assert incremental["runs"].count() == 8
+
+    assert build_lineage(spark, settings, full_refresh=True, now=NOW).mode == "full"
+    assert_same_tables(incremental, frozen(spark, settings))
+    assert build_lineage(spark, settings, re_extract=True, now=NOW).mode == "re-extract"
+    assert_same_tables(incremental, frozen(spark, settings))
+
+    # Snapshots expired behind the build's back: one line says what to run, and that run is exact.
+    send(settings, late)
+    run_ingest(spark, settings, trigger="availableNow")
+    spark.sql(
+        f"CALL {settings.catalog.name}.system.expire_snapshots(table => 'raw.events', "
+        "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)"
+    )
+    with pytest.raises(BuildError, match="make build-reextract"):
+        build_lineage(spark, settings, now=NOW)
+    assert build_lineage(spark, settings, re_extract=True, now=NOW).mode == "re-extract"
+    assert table(spark, settings, "event_facts").count() == len(events) + 5 + 2 + len(late)
+    # The replayed RUNNING events are duplicates: the graph learned from the retired events is intact.
+    graph = ("alias_nodes", "dataset_aliases", "datasets", "dataset_schemas", "job_edges", "dataset_edges")
+    assert_same_tables(
+        {n: incremental[n] for n in (*graph, "column_edges", "column_paths")},
+        {n: table(spark, settings, n) for n in (*graph, "column_edges", "column_paths")},
+    )
 
 
 TOPIC, ORDERS, HIVE_ORDERS = (

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from lineage.settings import load_settings, parse_trigger
+from lineage.settings import cli_instant, load_settings, parse_trigger
 from lineage.spark import _artifact, read_defaults_file
 
 
@@ -95,3 +96,16 @@ def test_jar_artifact_names_drop_the_version() -> None:
     assert _artifact("iceberg-spark-runtime-4.1_2.13-1.11.0.jar") == "iceberg-spark-runtime-4.1_2.13"
     assert _artifact("spark-sql-kafka-0-10_2.13-4.1.3.jar") == "spark-sql-kafka-0-10_2.13"
     assert _artifact("zstd-jni-1.5.6-10.jar") == "zstd-jni"
+
+
+def test_maintenance_never_removes_files_younger_than_a_day() -> None:
+    with pytest.raises(ValidationError, match="orphan_min_age_hours"):
+        load_settings(maintain={"orphan_min_age_hours": 1})
+    assert load_settings(maintain={"raw_retention_days": 30}).maintain.raw_retention_days == 30
+    assert load_settings().maintain.raw_retention_days == 0  # conf/lineage.toml keeps raw events
+
+
+def test_cli_instant_accepts_z_and_refuses_other_text() -> None:
+    assert cli_instant("2026-11-22T10:00:00Z").isoformat() == "2026-11-22T10:00:00+00:00"
+    with pytest.raises(argparse.ArgumentTypeError, match="not an ISO-8601 time"):
+        cli_instant("yesterday")
