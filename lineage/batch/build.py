@@ -41,13 +41,12 @@ from datetime import UTC, datetime
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 from lineage.batch.maintain import RETIRED_TABLE
 from lineage.io import lake
 from lineage.settings import Settings
 from lineage.transforms import columns, model
-from lineage.transforms.extract import FACT_COLUMNS, event_facts, extract_events
+from lineage.transforms.extract import COORDINATES, FACT_COLUMNS, event_facts, extract_events
 from lineage.transforms.model_common import JOB_EVENT, RUN_EVENT, RUNNING
 
 log = logging.getLogger(__name__)
@@ -645,33 +644,13 @@ class _Build:
 
 
 def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, DataFrame]:
-    """Of the old extracted rows (``event_facts`` and other tables keyed by ``event_hash``, without the range
-    column), those of events the new facts hold fewer times: of an event held n times before and k times
-    now, n - k copies; a table with r identical rows of that event keeps r (n - k) / n of them.
+    """Of the old extracted rows (``event_facts``, ``dataset_mentions``), those of raw rows the new facts no
+    longer hold, by the raw row's :data:`COORDINATES` (every copy of a replayed event is a row of its own).
 
-    Extraction is deterministic, so every copy of an event has the same rows."""
-    one = F.lit(1)
-    now_held = new_facts.groupBy("event_hash").agg(F.count(one).alias("_new"))
-    copies = (
-        old["event_facts"]
-        .groupBy("event_hash")
-        .agg(F.count(one).alias("_old"))
-        .join(now_held, "event_hash", "left")
-        .select("event_hash", "_old", F.coalesce("_new", F.lit(0)).alias("_new"))
-        .where(F.col("_old") > F.col("_new"))
-    )
-    kept = {}
-    for name, rows in old.items():
-        same = Window.partitionBy(F.sha2(F.to_json(F.struct(*rows.columns)), 256))
-        ranked = (
-            rows.join(copies, "event_hash")
-            .withColumn("_n", F.count(one).over(same))
-            .withColumn("_rn", F.row_number().over(same.orderBy("event_hash")))
-        )
-        kept[name] = ranked.where(F.col("_rn") > F.col("_new") * F.col("_n") / F.col("_old")).drop(
-            "_old", "_new", "_n", "_rn"
-        )
-    return kept
+    Retention came with the coordinates: an extracted form without them was re-extracted by the first
+    build of this version, before any event could be retired."""
+    held = new_facts.select(*COORDINATES)
+    return {name: rows.join(held, list(COORDINATES), "left_anti") for name, rows in old.items()}
 
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:

@@ -38,10 +38,15 @@ ENVELOPE = tuple(
     c for c in EVENT_COLUMNS[: EVENT_COLUMNS.index("producer") + 1] if not c.startswith("dataset_")
 )
 
+# Where the event's raw row came from: its identity in ``raw.events`` (one row per Kafka offset), which
+# lets a re-extraction tell the extracted rows of events retention removed from the raw table.
+COORDINATES = ("kafka_topic", "kafka_partition", "kafka_offset")
+
 # Columns of ``lineage.event_facts`` (besides the build's bookkeeping column), in table order.
 FACT_COLUMNS = (
     *ENVELOPE,
     "event_hash",
+    *COORDINATES,
     "job_type",
     "job_description",
     "job_source_code",
@@ -202,7 +207,7 @@ def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataF
         ``run_nominal_time`` = start/end, ``run_processing_engine`` = name/version/adapter,
         ``run_dependencies``: the ``jobDependencies`` facet and Airflow's task ids, see
         :data:`DEPENDENCY_TYPE`, ``run_tags``), each null when the event does not carry the facet, and
-        ``event_hash`` (SHA-256 of the JSON: duplicates and ties).
+        ``event_hash`` (SHA-256 of the JSON: duplicates and ties) and the raw row's :data:`COORDINATES`.
     """
     v = F.col("_v")
     job = "$.job.facets"
@@ -210,11 +215,13 @@ def extract_events(events: DataFrame, *, variant: Column | None = None) -> DataF
     parsed = events.where(F.col("event_kind").isin(RUN_EVENT, JOB_EVENT, DATASET_EVENT)).select(
         *ENVELOPE,
         event_hash().alias("event_hash"),
+        *COORDINATES,
         (parsed_event() if variant is None else variant).alias("_v"),
     )
     return parsed.select(
         *ENVELOPE,
         "event_hash",
+        *COORDINATES,
         _facet(
             v,
             f"{job}.jobType",

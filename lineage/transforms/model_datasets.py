@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from lineage.transforms.extract import extract_events
+from lineage.transforms.extract import COORDINATES, extract_events
 from lineage.transforms.model_common import dataset_id, latest, short_hash
 
 
@@ -94,6 +94,7 @@ _MENTION_EVENT = (
     "run_id",
     "job_namespace",
     "job_name",
+    *COORDINATES,
 )
 
 
@@ -107,7 +108,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
             (extracted here).
 
     Returns:
-        ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, role
+        ``event_kind, event_type, event_time, event_hash, run_id, job_namespace, job_name, kafka_topic,
+        kafka_partition, kafka_offset (the event's raw row), role
         (input/output/static), namespace, name (normalised), raw_namespace, raw_name (as reported), symlinks
         (array of namespace/name/type, normalised), schema_fields (array of name/type/description),
         row_count, size_bytes, file_count (input or output statistics facet), column_facet and
