@@ -1154,7 +1154,7 @@ def malformed(spec: Spec, rng: random.Random) -> Message:
         "job": {"namespace": spec.job.namespace, "name": spec.job.name},
     }
     key = message_key(spec)
-    kind = rng.randrange(10)
+    kind = rng.randrange(11)
     if kind == 0:
         return Message(key, rng.choice((None, b"", b"  \n")), "malformed", "EMPTY_VALUE")
     if kind == 1:
@@ -1171,7 +1171,7 @@ def malformed(spec: Spec, rng: random.Random) -> Message:
         envelope["eventTime"] = int(spec.at.timestamp())
         return Message(key, json.dumps(envelope).encode(), "malformed", "INVALID_FIELD_TYPE")
     if kind == 6:
-        del envelope["run"], envelope["job"]
+        del envelope["eventType"], envelope["run"], envelope["job"]  # no marker of any kind left
         return Message(key, json.dumps(envelope).encode(), "malformed", "UNKNOWN_EVENT_KIND")
     if kind == 7:
         envelope["eventTime"] = spec.at.strftime("%d/%m/%Y %H:%M")
@@ -1179,8 +1179,11 @@ def malformed(spec: Spec, rng: random.Random) -> Message:
     if kind == 8:
         envelope["eventType"] = "STARTED"
         return Message(key, json.dumps(envelope).encode(), "malformed", "UNKNOWN_EVENT_TYPE")
-    envelope["run"]["runId"] = f"run-{rng.randrange(10**6)}"
-    return Message(key, json.dumps(envelope).encode(), "malformed", "INVALID_RUN_ID")
+    if kind == 9:
+        envelope["run"]["runId"] = f"run-{rng.randrange(10**6)}"
+        return Message(key, json.dumps(envelope).encode(), "malformed", "INVALID_RUN_ID")
+    envelope["eventTime"] = "1969-12-31T23:59:59Z"  # a real instant, before the accepted range
+    return Message(key, json.dumps(envelope).encode(), "malformed", "EVENT_TIME_OUT_OF_RANGE")
 
 
 # -- spool files ----------------------------------------------------------------------------------------

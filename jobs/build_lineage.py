@@ -12,9 +12,8 @@ import sys
 
 from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
-from lineage.io.preflight import ConfigError, check_settings
-from lineage.settings import cli_instant, load_settings
-from lineage.spark import build_session
+from lineage.jobstart import start_job
+from lineage.settings import cli_instant
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,15 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--now", type=cli_instant, help="reference time for run liveness (default: now)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    settings = load_settings()
-    try:
-        check_settings(settings, checkpoint=False)
-    except ConfigError as exc:
-        print(f"build_lineage: {exc}", file=sys.stderr)
-        return 2
-    spark = build_session(settings, "build-lineage")
+    started = start_job("build_lineage", checkpoint=False)
+    if isinstance(started, int):
+        return started
+    settings, spark = started
     try:
         result = observed_build(
             spark, settings, full_refresh=args.full_refresh, re_extract=args.re_extract, now=args.now

@@ -11,9 +11,7 @@ import logging
 import sys
 
 from lineage.instrument import observed_ingest
-from lineage.io.preflight import ConfigError, check_settings
-from lineage.settings import load_settings
-from lineage.spark import build_session
+from lineage.jobstart import start_job
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,16 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         "--starting-offsets", choices=["earliest", "latest"], help="where a new checkpoint starts reading"
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     overrides = {"kafka": {"topic": args.topic}} if args.topic else {}
-    settings = load_settings(**overrides)
-    try:
-        check_settings(settings, checkpoint=True)
-    except ConfigError as exc:
-        print(f"ingest_events: {exc}", file=sys.stderr)
-        return 2
-    spark = build_session(settings, "ingest-events")
+    started = start_job("ingest_events", checkpoint=True, **overrides)
+    if isinstance(started, int):
+        return started
+    settings, spark = started
     progress = observed_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
     logging.getLogger("ingest_events").info(
         "done: %d batches, %d messages read, %d landed, %d rejected, %d already landed",

@@ -12,9 +12,8 @@ import logging
 import sys
 
 from lineage.instrument import observed_maintenance
-from lineage.io.preflight import ConfigError, check_settings
-from lineage.settings import cli_instant, load_settings
-from lineage.spark import build_session
+from lineage.jobstart import start_job
+from lineage.settings import cli_instant
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,15 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--now", type=cli_instant, help="reference time for every age (default: now)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    settings = load_settings()
-    try:
-        check_settings(settings, checkpoint=False)
-    except ConfigError as exc:
-        print(f"maintain_lake: {exc}", file=sys.stderr)
-        return 2
-    spark = build_session(settings, "maintain-lake")
+    started = start_job("maintain_lake", checkpoint=False)
+    if isinstance(started, int):
+        return started
+    settings, spark = started
     result = observed_maintenance(spark, settings, now=args.now)
     out = logging.getLogger("maintain_lake")
     for t in result.tables:

@@ -10,13 +10,15 @@ lives in three modules, re-exported here so callers import one name:
 - :mod:`lineage.transforms.model_graph`: ``run_io``, ``static_io``, ``job_edges``, ``dataset_edges``,
   ``job_summary``, ``dataset_summary``.
 
-Typical wiring (``mentions`` is used by several outputs and is worth persisting)::
+Typical wiring. An output that later transforms read again is materialised first (the build writes it to a
+table): chained lazily, the whole model is one plan of megabytes, each shared output copied into every
+branch that reads it, and Spark spends minutes optimising it even for a handful of events::
 
-    mentions = dataset_mentions(events).persist()
-    aliases = dataset_aliases(mentions, alias_rules)
-    run_rows = runs(events)
+    mentions = dataset_mentions(events).localCheckpoint()
+    aliases = dataset_aliases(mentions, alias_rules).localCheckpoint()
+    run_rows = runs(events).localCheckpoint()
     live = run_liveness(run_rows, heartbeat_gaps(events), now)
-    io = run_io(mentions, aliases)
+    io = run_io(mentions, aliases).localCheckpoint()
     edges = job_edges(io, run_rows, static_io(mentions, aliases))
     flows = dataset_edges(edges)
 """

@@ -177,11 +177,11 @@ def _scenario() -> list[dict[str, Any]]:
 
 def _mentions(events: list[dict[str, Any]], spark: SparkSession) -> DataFrame:
     """Persisted mentions (as the build persists them: the aliases read them once per round)."""
-    return model.dataset_mentions(events_df(spark, events)).cache()
+    return model.dataset_mentions(events_df(spark, events)).localCheckpoint()
 
 
 def _edges(mentions: DataFrame) -> DataFrame:
-    aliases = model.dataset_aliases(mentions, RULES, max_iterations=2)
+    aliases = model.dataset_aliases(mentions, RULES, max_iterations=2).localCheckpoint()
     return columns.column_edges(mentions, aliases, alias_rules=RULES)
 
 
@@ -344,7 +344,7 @@ def test_duplicated_and_shuffled_events_give_identical_edges(spark: SparkSession
     random.Random(7).shuffle(shuffled)
     frames = [_mentions(events, spark), _mentions(shuffled, spark)]
     # Persisted so that chispa's schema check and collect evaluate each plan once.
-    expected, got = (_edges(m).cache() for m in frames)
+    expected, got = (_edges(m).localCheckpoint() for m in frames)
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
     for frame in (*frames, expected, got):
         frame.unpersist()
@@ -497,8 +497,8 @@ def test_max_depth_must_be_positive(graph: DataFrame) -> None:
 
 
 def test_demo_total_price_traces_back_to_the_kafka_topic(spark: SparkSession) -> None:
-    mentions = model.dataset_mentions(events_df(spark, demo_event_dicts())).cache()
-    aliases = model.dataset_aliases(mentions, RULES, max_iterations=4)
+    mentions = model.dataset_mentions(events_df(spark, demo_event_dicts())).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, RULES, max_iterations=4).localCheckpoint()
     # The build reads column_edges back from its table; a local checkpoint stands in for that here.
     edges = columns.column_edges(mentions, aliases, alias_rules=RULES).localCheckpoint()
     stats = _id("s3://warehouse", "default.db/supplier_stats")

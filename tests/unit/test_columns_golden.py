@@ -18,8 +18,8 @@ SHOP = "/tmp/shop-golden/db"
 
 def edges_into_revenue(spark: SparkSession) -> dict[tuple[str, str, str | None], dict]:
     events = events_df(spark, [json.loads(line) for line in CAPTURE.read_text().splitlines()])
-    mentions = model.dataset_mentions(events).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=3).cache()
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
     edges = columns.column_edges(mentions, aliases)
     ids = {r["dataset_id"]: r["name"].rsplit("/", 1)[-1] for r in model.datasets(mentions, aliases).collect()}
     revenue = spark.range(1).select(dataset_id(F.lit("file"), F.lit(f"{SHOP}/revenue_by_country"))).first()[0]

@@ -46,13 +46,13 @@ def runs_by_state(frame: DataFrame) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def flink2(spark: SparkSession) -> tuple[list[dict[str, Any]], DataFrame]:
     events = captured("flink2")
-    return events, events_df(spark, events).cache()
+    return events, events_df(spark, events).localCheckpoint()
 
 
 @pytest.fixture(scope="module")
 def flink1(spark: SparkSession) -> tuple[list[dict[str, Any]], DataFrame]:
     events = captured("flink1")
-    return events, events_df(spark, events).cache()
+    return events, events_df(spark, events).localCheckpoint()
 
 
 def test_flink2_runs_complete_and_abort_in_the_default_namespace(flink2: tuple[list, DataFrame]) -> None:
@@ -79,8 +79,8 @@ def test_flink2_datasets_only_on_start_and_sql_tables_are_symlinks(flink2: tuple
     events, frame = flink2
     assert {e["eventType"] for e in events if e.get("inputs") or e.get("outputs")} == {"START"}
     kafka, source, sink = kafka_namespace(events), topic(events, "inputs"), topic(events, "outputs")
-    mentions = model.dataset_mentions(frame).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=3).cache()
+    mentions = model.dataset_mentions(frame).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
     canonical = {
         (a["alias_namespace"], a["alias_name"]): (a["dataset_name"], a["alias_kind"])
         for a in aliases.collect()
@@ -139,8 +139,8 @@ def test_both_versions_read_one_orders_topic(
 ) -> None:
     events = flink1[0] + flink2[0]
     frame = events_df(spark, events)
-    mentions = model.dataset_mentions(frame).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=3).cache()
+    mentions = model.dataset_mentions(frame).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
     datasets = {r["name"]: r["dataset_id"] for r in model.datasets(mentions, aliases).collect()}
     orders = datasets[topic(flink1[0], "inputs")]
     assert topic(flink1[0], "inputs") == topic(flink2[0], "inputs")

@@ -43,8 +43,8 @@ def test_flink1_job_and_its_unterminated_run(spark: SparkSession) -> None:
 def test_flink2_run_keeps_the_datasets_sent_on_start_only(spark: SparkSession) -> None:
     events = golden(spark, "flink2.jsonl")
     run = model.runs(events).first()
-    mentions = model.dataset_mentions(events)
-    io = model.run_io(mentions, model.dataset_aliases(mentions, max_iterations=3))
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    io = model.run_io(mentions, model.dataset_aliases(mentions, max_iterations=3).localCheckpoint())
     assert (run["job_namespace"], run["reported_state"], run["event_count"]) == (
         "http://jobmanager-2:8081",
         "ABORT",
@@ -93,5 +93,6 @@ def test_python_client_failed_run_and_retry(spark: SparkSession) -> None:
 
 
 def _io(events: DataFrame) -> tuple[DataFrame, DataFrame]:
-    mentions = model.dataset_mentions(events)
-    return model.run_io(mentions, model.dataset_aliases(mentions, max_iterations=3)), model.runs(events)
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
+    return model.run_io(mentions, aliases), model.runs(events).localCheckpoint()

@@ -140,7 +140,7 @@ def _lab_datasets() -> list[dict[str, Any]]:
 
 def _aliases(spark: SparkSession, events: list[dict[str, Any]], max_iterations: int = 3) -> DataFrame:
     # Components here have diameter <= 4; fewer rounds keep the tests fast (the demo test runs the default).
-    mentions = model.dataset_mentions(events_df(spark, events)).cache()
+    mentions = model.dataset_mentions(events_df(spark, events)).localCheckpoint()
     return model.dataset_aliases(mentions, RULES, max_iterations=max_iterations)
 
 
@@ -204,7 +204,7 @@ def test_build_stops_label_rounds_once_they_settle(
         run_event("START", at(2), run_id(3), outputs=[dataset("s3://a", "t", symlinks=[(HIVE, "x")])]),
         run_event("START", at(3), run_id(4), inputs=[dataset("kafka://broker:9092", "orders")]),
     ]
-    mentions = model.dataset_mentions(events_df(spark, events)).cache()
+    mentions = model.dataset_mentions(events_df(spark, events)).localCheckpoint()
     build = _Build(spark, load_settings(), at(100))
     with caplog.at_level(logging.INFO, logger="lineage.batch.build"):
         settled = build._aliases(mentions, RULES, 10)
@@ -236,8 +236,8 @@ def schema_model(spark: SparkSession) -> dict[str, list[Row]]:
         ),
         run_event("COMPLETE", at(60), run_id(4), inputs=[dataset("postgres://db:5432", "shop.orders")]),
     ]
-    mentions = model.dataset_mentions(events_df(spark, events)).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=2).cache()
+    mentions = model.dataset_mentions(events_df(spark, events)).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=2).localCheckpoint()
     return {
         "datasets": model.datasets(mentions, aliases).collect(),
         "schemas": sorted(model.dataset_schemas(mentions, aliases).collect(), key=lambda r: r.version),
@@ -280,8 +280,8 @@ def test_folding_later_mentions_equals_recomputing_every_mention(spark: SparkSes
         run_event("START", at(120), run_id(4), ("ns", "c"), inputs=[dataset("s3://b", "t2", fields=v1)]),
         run_event("COMPLETE", at(130), run_id(2), ("ns", "b"), inputs=[dataset("s3://b", "t3")]),
     ]
-    old = model.dataset_mentions(events_df(spark, old_events)).cache()
-    new = model.dataset_mentions(events_df(spark, new_events)).cache()
+    old = model.dataset_mentions(events_df(spark, old_events)).localCheckpoint()
+    new = model.dataset_mentions(events_df(spark, new_events)).localCheckpoint()
     every = old.unionByName(new)
     # No symlinks: one round settles the labels; collected so the plans below stay small.
     computed = model.dataset_aliases(every, max_iterations=1)

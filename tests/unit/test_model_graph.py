@@ -77,15 +77,15 @@ def _ids(frame: DataFrame) -> dict[str, tuple[str, str]]:
 def built(spark: SparkSession) -> Iterator[dict[str, Any]]:
     """The whole model on the scenario, each output collected once (persisted inputs, like the build job)."""
     events = events_df(spark, _scenario())
-    mentions = model.dataset_mentions(events).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=3).cache()
-    runs = model.runs(events).cache()
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
+    runs = model.runs(events).localCheckpoint()
     live = model.run_liveness(runs, model.heartbeat_gaps(events), at(4000))
-    datasets = model.datasets(mentions, aliases).cache()
+    datasets = model.datasets(mentions, aliases).localCheckpoint()
     schemas = model.dataset_schemas(mentions, aliases)
-    io = model.run_io(mentions, aliases).cache()
-    edges = model.job_edges(io, runs, model.static_io(mentions, aliases)).cache()
-    flows = model.dataset_edges(edges).cache()
+    io = model.run_io(mentions, aliases).localCheckpoint()
+    edges = model.job_edges(io, runs, model.static_io(mentions, aliases)).localCheckpoint()
+    flows = model.dataset_edges(edges).localCheckpoint()
     names = _ids(datasets)
     yield {
         "names": names,
@@ -190,7 +190,7 @@ def test_dataset_summary_producers_consumers_and_freshness(built: dict[str, Any]
 
 def test_demo_events_merge_names_and_flag_the_stuck_flink_run(spark: SparkSession) -> None:
     events = events_df(spark, demo_event_dicts())
-    mentions = model.dataset_mentions(events).cache()
+    mentions = model.dataset_mentions(events).localCheckpoint()
     # The demo's components have diameter <= 2; 4 rounds keep the test fast.
     aliases = model.dataset_aliases(
         mentions, [("kafka://broker:9092", "kafka://kafka-1:19092")], max_iterations=4

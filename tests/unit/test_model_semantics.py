@@ -200,11 +200,12 @@ def test_a_run_that_only_drops_a_table_is_not_its_producer(spark: SparkSession) 
         ),
     ]
     frame = events_df(spark, events)
-    mentions = model.dataset_mentions(frame)
-    aliases = model.dataset_aliases(mentions, max_iterations=2)
-    runs = model.runs(frame)
-    io = model.run_io(mentions, aliases)
-    edges = model.job_edges(io, runs)
+    # Each output that later transforms read again is materialised, as the build writes it to a table.
+    mentions = model.dataset_mentions(frame).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=2).localCheckpoint()
+    runs = model.runs(frame).localCheckpoint()
+    io = model.run_io(mentions, aliases).localCheckpoint()
+    edges = model.job_edges(io, runs).localCheckpoint()
     flows = model.dataset_edges(edges)
     datasets = model.datasets(mentions, aliases)
     names = {r.dataset_id: r.name for r in datasets.collect()}
@@ -244,11 +245,12 @@ def test_rename_links_the_old_and_new_names_into_one_dataset(spark: SparkSession
             outputs=[_with_facets(dataset(*new), _lifecycle("RENAME", previous=old))],
         ),
     ]
-    mentions = model.dataset_mentions(events_df(spark, events))
-    aliases = {(r.alias_namespace, r.alias_name): r for r in model.dataset_aliases(mentions).collect()}
+    mentions = model.dataset_mentions(events_df(spark, events)).localCheckpoint()
+    computed = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
+    aliases = {(r.alias_namespace, r.alias_name): r for r in computed.collect()}
     assert aliases[old].dataset_id == aliases[new].dataset_id
     assert {aliases[old].alias_kind, aliases[new].alias_kind} <= {"self", "renamed", "symlink"}
-    datasets = model.datasets(mentions, model.dataset_aliases(mentions)).collect()
+    datasets = model.datasets(mentions, computed).collect()
     assert len(datasets) == 1
 
 
@@ -306,6 +308,6 @@ def test_tags_facets_of_runs_and_datasets_are_kept(spark: SparkSession) -> None:
     frame = events_df(spark, events)
     [run] = model.runs(frame).collect()
     assert [(t.key, t.value, t.source) for t in run.tags] == [("env", "prod", "CONFIG")]
-    mentions = model.dataset_mentions(frame)
-    [ds] = model.datasets(mentions, model.dataset_aliases(mentions)).collect()
+    mentions = model.dataset_mentions(frame).localCheckpoint()
+    [ds] = model.datasets(mentions, model.dataset_aliases(mentions, max_iterations=2)).collect()
     assert [(t.key, t.value) for t in ds.tags] == [("pii", "true")]

@@ -30,8 +30,8 @@ def runs_by_job(frame: DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def names_by_id(spark: SparkSession, events: DataFrame) -> tuple[DataFrame, DataFrame, dict[str, str]]:
-    mentions = model.dataset_mentions(events).cache()
-    aliases = model.dataset_aliases(mentions, max_iterations=3).cache()
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
     ids = {r["dataset_id"]: r["name"] for r in model.datasets(mentions, aliases).collect()}
     return mentions, aliases, ids
 

@@ -328,7 +328,7 @@ class _Pick(random.Random):
 def every_kind_of_malformed() -> list[Message]:
     job = build_estate(TINY, seed=7).jobs[0]
     spec = Spec(datetime(2026, 10, 1, tzinfo=UTC), "START", job, str(uuid.uuid4()), "https://example.com/p")
-    return [malformed(spec, _Pick(kind)) for kind in range(10)]
+    return [malformed(spec, _Pick(kind)) for kind in range(11)]
 
 
 def test_valid_messages_pass_envelope_validation_and_malformed_get_their_reason(
