@@ -11,6 +11,7 @@ output statistics and the column lineage declared below.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 from openlineage.client.event_v2 import OutputDataset, RunState
@@ -29,6 +30,7 @@ from lineage.observe import (
     ColumnMap,
     ProgressRunFacet,
     TableInfo,
+    TrackedRun,
     describe_tables,
     every,
     input_dataset,
@@ -142,8 +144,17 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
 }
 
 
-def _spark_engine(spark: SparkSession) -> tuple[str, str]:
-    return "spark", spark.version
+def _spark_job_run(
+    spark: SparkSession, settings: Settings, job: str, processing_type: str, description: str
+) -> AbstractContextManager[TrackedRun]:
+    """The tracked run of one of our Spark jobs (its engine: this session's Spark)."""
+    return tracked_run(
+        settings.own_lineage(),
+        job,
+        processing_type=processing_type,
+        description=description,
+        engine=("spark", spark.version),
+    )
 
 
 def observed_ingest(
@@ -156,12 +167,12 @@ def observed_ingest(
     """:func:`run_ingest`, reported as a STREAMING run of job ``ingest_events``."""
     catalog = settings.catalog
     kafka = settings.kafka
-    with tracked_run(
-        settings.own_lineage(),
+    with _spark_job_run(
+        spark,
+        settings,
         "ingest_events",
-        processing_type="STREAMING",
-        description=f"Kafka topic {kafka.topic} -> {catalog.events_table} / {catalog.rejected_table}",
-        engine=_spark_engine(spark),
+        "STREAMING",
+        f"Kafka topic {kafka.topic} -> {catalog.events_table} / {catalog.rejected_table}",
     ) as run:
         source = kafka_topic(kafka.bootstrap_servers, kafka.topic)
         sources = {"topic": kafka_name(kafka.bootstrap_servers, kafka.topic)}
@@ -198,12 +209,12 @@ def observed_build(
 ) -> BuildResult:
     """:func:`build_lineage`, reported as a BATCH run of job ``build_lineage``."""
     catalog = settings.catalog
-    with tracked_run(
-        settings.own_lineage(),
+    with _spark_job_run(
+        spark,
+        settings,
         "build_lineage",
-        processing_type="BATCH",
-        description=f"{catalog.events_table} -> {catalog.name}.{catalog.lineage_namespace}.*",
-        engine=_spark_engine(spark),
+        "BATCH",
+        f"{catalog.events_table} -> {catalog.name}.{catalog.lineage_namespace}.*",
     ) as run:
         raw = describe_tables(catalog, [(catalog.raw_namespace, "events")])
         inputs = [input_dataset(info) for info in raw]
@@ -228,21 +239,21 @@ def observed_maintenance(
     """:func:`maintain_lake`, reported as a BATCH run of job ``maintain_lake`` (the tables it rewrote are its
     outputs, with their sizes after the run)."""
     catalog = settings.catalog
-    with tracked_run(
-        settings.own_lineage(),
+    with _spark_job_run(
+        spark,
+        settings,
         "maintain_lake",
-        processing_type="BATCH",
-        description=f"retention, compaction and snapshot expiry of {catalog.name}.*",
-        engine=_spark_engine(spark),
+        "BATCH",
+        f"retention, compaction and snapshot expiry of {catalog.name}.*",
     ) as run:
         run.emit(RunState.START)
         result = maintain_lake(spark, settings, now=now)
-        changed = [
-            tuple(t.table.split(".")[1:])
-            for t in result.tables
-            if t.retired_rows or t.rewritten_files or t.expired_files or t.orphan_files
-        ]
-        outputs = [output_dataset(info) for info in describe_tables(catalog, changed)]  # type: ignore[arg-type]
+        changed: list[tuple[str, str]] = []
+        for t in result.tables:
+            if t.retired_rows or t.rewritten_files or t.expired_files or t.orphan_files:
+                _, namespace, name = t.table.split(".")  # catalog.namespace.table
+                changed.append((namespace, name))
+        outputs = [output_dataset(info) for info in describe_tables(catalog, changed)]
         run.emit(RunState.COMPLETE, [], outputs)
         return result
 

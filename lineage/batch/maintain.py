@@ -120,14 +120,20 @@ class _Maintenance:
         return _utc(rows[0][0]) if rows else None
 
     # -- the steps -----------------------------------------------------------------------------------
-    def retire_events(self, report: TableMaintenance, table: str, build_snapshot: int | None) -> None:
+    def retire_events(
+        self,
+        report: TableMaintenance,
+        table: str,
+        build_snapshot: int | None,
+        extracted_before: datetime | None,
+    ) -> None:
+        """``extracted_before``: the commit time of the last build's raw snapshot ``build_snapshot``."""
         days = self.options.raw_retention_days
         if not days:
             return
         if build_snapshot is None:
             log.info("retention: no finished build yet, no raw event is retired")
             return
-        extracted_before = self.committed_at(table, build_snapshot)
         if extracted_before is None:
             log.warning(
                 "retention: the last build's raw snapshot %s is gone, nothing retired", build_snapshot
@@ -216,8 +222,8 @@ class _Maintenance:
         report.files_before, report.snapshots_before = self.stats(table)
         raw = namespace == self.settings.catalog.raw_namespace
         if raw and name == "events":
-            self.retire_events(report, table, build[0])
             keep_from = self.committed_at(table, build[0]) if build[0] is not None else None
+            self.retire_events(report, table, build[0], keep_from)
         elif raw:
             self.retire_rejected(report, table)
             keep_from = None

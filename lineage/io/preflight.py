@@ -8,6 +8,7 @@ and what finally surfaces is a JVM stack trace. These checks take a second or tw
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 from typing import Any
@@ -49,8 +50,19 @@ def check_master(master: str | None, timeout_s: float = 5.0) -> None:
 
 
 def check_catalog(catalog: CatalogSettings) -> Any:
-    """Open the catalog with pyiceberg and list its namespaces; return the catalog."""
+    """Open the catalog with pyiceberg and list its namespaces; return the catalog. The embedded catalog's
+    folders are created (as the session would) and must be writable; it returns None."""
     if catalog.embedded:
+        for what, folder in (
+            ("catalog database folder", catalog.sqlite_path.parent),
+            ("warehouse", catalog.warehouse),
+        ):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the {what} {folder}: {exc.strerror}") from exc
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ConfigError(f"the {what} {folder} is not writable")
         return None
     from lineage.io.catalog import open_catalog
 

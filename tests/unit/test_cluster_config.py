@@ -10,7 +10,7 @@ import pytest
 from lineage.cluster.stack import LocalStack, deep_merge, dump_toml, settings_file
 from lineage.cluster.submit import submit_command
 from lineage.io.local_kafka import free_port
-from lineage.io.preflight import ConfigError, _s3a_as_iceberg, check_master
+from lineage.io.preflight import ConfigError, _s3a_as_iceberg, check_catalog, check_master
 from lineage.settings import LocalClusterSettings, Settings, local_or_uri
 from lineage.spark import executor_env, spark_properties
 
@@ -132,3 +132,14 @@ def test_nested_settings_from_the_environment_merge_with_the_file(monkeypatch: p
     assert settings.catalog.properties["credential"] == "client:secret"
     assert settings.catalog.properties["type"] == "rest"  # the file's keys stay
     assert settings.kafka.consumer == {"sasl.jaas.config": "x required;"}
+
+
+def test_embedded_catalog_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    settings = Settings().catalog.model_copy(
+        update={"sqlite_path": tmp_path / "ok" / "catalog.db", "warehouse": blocker / "warehouse"}
+    )
+    with pytest.raises(ConfigError, match=r"cannot create the warehouse .*a-file/warehouse: Not a directory"):
+        check_catalog(settings)
+    assert (tmp_path / "ok").is_dir()  # the catalog database's folder came first and was made
