@@ -382,6 +382,7 @@ def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.Com
     )
 
 
+@pytest.mark.slow
 def test_killed_incremental_builds_rerun_gives_identical_tables(
     spark: SparkSession, own_lake: Settings
 ) -> None:
