@@ -111,7 +111,7 @@ test: ## Unit + integration tests with a real broker, Spark, Iceberg (not the cl
 	done; exit $$status
 
 test-all: ## Every test, the cluster module and the slow ones included
-	@$(MAKE) --no-print-directory test TEST_SELECTION="integration or not integration"
+	@$(MAKE) --no-print-directory test TEST_SELECTION=""
 
 test-unit: setup ## Only the fast unit tests
 	@$(PY) -m pytest -m "not integration"; rc=$$?; [ $$rc -eq 5 ] && exit 1; exit $$rc

@@ -33,10 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--now", type=cli_instant, help="reference time for run liveness (default: now)")
     args = parser.parse_args(argv)
-    started = start_job("build_lineage", checkpoint=False)
-    if isinstance(started, int):
-        return started
-    settings, spark = started
+    settings, spark = start_job("build_lineage", checkpoint=False)
     try:
         result = observed_build(
             spark, settings, full_refresh=args.full_refresh, re_extract=args.re_extract, now=args.now

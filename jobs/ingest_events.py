@@ -25,10 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     overrides = {"kafka": {"topic": args.topic}} if args.topic else {}
-    started = start_job("ingest_events", checkpoint=True, **overrides)
-    if isinstance(started, int):
-        return started
-    settings, spark = started
+    settings, spark = start_job("ingest_events", checkpoint=True, **overrides)
     progress = observed_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
     logging.getLogger("ingest_events").info(
         "done: %d batches, %d messages read, %d landed, %d rejected, %d already landed",

@@ -22,10 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--now", type=cli_instant, help="reference time for every age (default: now)")
     args = parser.parse_args(argv)
-    started = start_job("maintain_lake", checkpoint=False)
-    if isinstance(started, int):
-        return started
-    settings, spark = started
+    settings, spark = start_job("maintain_lake", checkpoint=False)
     result = observed_maintenance(spark, settings, now=args.now)
     out = logging.getLogger("maintain_lake")
     for t in result.tables:

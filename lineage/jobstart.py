@@ -13,7 +13,7 @@ from lineage.settings import Settings, load_settings
 from lineage.spark import build_session
 
 
-def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings, SparkSession] | int:
+def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings, SparkSession]:
     """Settings (conf/lineage.toml, ``LINEAGE__*`` env, ``overrides``) checked before any JVM starts, then the
     session named after the job.
 
@@ -23,7 +23,8 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
         overrides: settings sections passed to :func:`load_settings`.
 
     Returns:
-        the settings and the session, or the exit code 2 after one line on stderr naming what is wrong.
+        the settings and the session. On a setting that does not work: one line on stderr naming it, then
+        ``SystemExit(2)``.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -32,5 +33,5 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
         check_settings(settings, checkpoint=checkpoint)
     except ConfigError as exc:
         print(f"{job}: {exc}", file=sys.stderr)
-        return 2
+        raise SystemExit(2) from None
     return settings, build_session(settings, job.replace("_", "-"))

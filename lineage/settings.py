@@ -155,6 +155,10 @@ class CatalogSettings(_Section):
     def embedded(self) -> bool:
         return not self.properties
 
+    def embedded_folders(self) -> dict[str, Path]:
+        """The local folders the embedded catalog writes, by what they hold."""
+        return {"catalog database folder": self.sqlite_path.parent, "warehouse": self.warehouse}
+
     def spark_properties(self) -> dict[str, str]:
         """Catalog properties for ``spark.sql.catalog.<name>.*``."""
         if not self.embedded:

@@ -107,8 +107,8 @@ LOOPBACK = "127.0.0.1"
 def build_session(settings: Settings, app_name: str) -> SparkSession:
     """Create (or reuse) the SparkSession for one job."""
     if settings.catalog.embedded:
-        settings.catalog.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        settings.catalog.warehouse.mkdir(parents=True, exist_ok=True)
+        for folder in settings.catalog.embedded_folders().values():
+            folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder
     # spark-submit starts this process with a gateway to its JVM and decides the master itself; a plain
     # `python jobs/...` runs locally, its Python workers on this interpreter (the venv), not on PATH's.

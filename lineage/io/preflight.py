@@ -53,10 +53,7 @@ def check_catalog(catalog: CatalogSettings) -> Any:
     """Open the catalog with pyiceberg and list its namespaces; return the catalog. The embedded catalog's
     folders are created (as the session would) and must be writable; it returns None."""
     if catalog.embedded:
-        for what, folder in (
-            ("catalog database folder", catalog.sqlite_path.parent),
-            ("warehouse", catalog.warehouse),
-        ):
+        for what, folder in catalog.embedded_folders().items():
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
