@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -222,62 +223,6 @@ def _mixed_messages(count: int) -> list[tuple[bytes, bytes]]:
     return messages
 
 
-def test_crash_between_the_two_commits_is_replayed_exactly_once(
-    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
-) -> None:
-    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(500), kafka_broker.max_message_bytes)
-    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
-
-    crashed = _ingest_process(settings, "availableNow", **{FAULT_ENV: "0"})
-    crashed_output = crashed.communicate(timeout=300)[0].decode()
-    events, rejected = landed(settings, topic)
-    assert crashed.returncode == -signal.SIGKILL, crashed_output[-3000:]
-    assert (events.num_rows, rejected.num_rows) == (480, 0)  # events committed, rejected not yet
-
-    rerun = _ingest_process(settings, "availableNow")
-    rerun_output = rerun.communicate(timeout=300)[0].decode()
-    assert rerun.returncode == 0, rerun_output[-3000:]
-    assert "480 already landed" in rerun_output
-    events, rejected = landed(settings, topic)
-    assert (events.num_rows, rejected.num_rows) == (480, 20)
-    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
-
-
-def test_sigkill_mid_stream_then_restart_lands_every_offset_exactly_once(
-    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
-) -> None:
-    total = 3000
-    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(total), kafka_broker.max_message_bytes)
-    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt", max_offsets_per_trigger=150)
-
-    process = _ingest_process(settings, "1 second")
-    deadline = time.monotonic() + 240
-    seen = 0
-    while time.monotonic() < deadline and process.poll() is None:
-        events, rejected = landed(settings, topic)
-        seen = events.num_rows + rejected.num_rows
-        if seen >= 450:
-            break
-        time.sleep(0.3)
-    os.killpg(process.pid, signal.SIGKILL)
-    output = process.communicate(timeout=60)[0].decode()
-    assert 0 < seen < total, output[-3000:]
-
-    restarted = _ingest_process(
-        settings.model_copy(
-            update={"ingest": settings.ingest.model_copy(update={"max_offsets_per_trigger": None})}
-        ),
-        "availableNow",
-    )
-    restarted_output = restarted.communicate(timeout=300)[0].decode()
-    assert restarted.returncode == 0, restarted_output[-3000:]
-    events, rejected = landed(settings, topic)
-    landed_coordinates = sorted(coordinates(events, rejected))
-    assert len(landed_coordinates) == len(set(landed_coordinates)), "duplicates after restart"
-    assert landed_coordinates == expected_coordinates(kafka_broker, topic)
-    assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
-
-
 def _wait_for_rows(settings: Settings, topic: str, process: subprocess.Popen[bytes], at_least: int) -> int:
     deadline = time.monotonic() + 240
     seen = 0
@@ -293,31 +238,73 @@ def _wait_for_rows(settings: Settings, topic: str, process: subprocess.Popen[byt
     return seen
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_stops_a_running_ingestion_cleanly(
-    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path, signum: signal.Signals
+DONE = re.compile(
+    r"done: (?P<batches>\d+) batches, (?P<read>\d+) messages read, (?P<landed>\d+) landed, "
+    r"(?P<rejected>\d+) rejected, (?P<already>\d+) already landed"
+)
+
+
+def _stopped_cleanly(process: subprocess.Popen[bytes], signum: signal.Signals) -> dict[str, int]:
+    """Send ``signum`` to the Python driver only (as a scheduler or Ctrl-C in a terminal would) and check
+    the process ended by itself, its last line the summary; returns the summary's counts."""
+    os.kill(process.pid, signum)
+    output = process.communicate(timeout=120)[0].decode()
+    assert process.returncode == 0, output[-3000:]
+    assert "reentrant" not in output and "Py4JNetworkError" not in output, output[-3000:]
+    last = [line for line in output.splitlines() if line.strip()][-1]
+    match = DONE.search(last)
+    assert match, output[-3000:]
+    return {name: int(value) for name, value in match.groupdict().items()}
+
+
+def _rows(settings: Settings, topic: str) -> list[tuple[int, int]]:
+    events, rejected = landed(settings, topic)
+    rows = coordinates(events, rejected)
+    assert len(rows) == len(set(rows)), "a Kafka message landed twice"
+    return rows
+
+
+def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
+    base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
 ) -> None:
+    """One topic, one checkpoint, five ingestion processes in turn (each a real spark-submit-like job):
+
+    1. killed between its two commits (the events of its first batch committed, the rejected not yet);
+    2. stopped by SIGTERM mid-stream: it replays that batch (its events counted as already landed, not
+       written twice) and stops between batches, its summary counting exactly what reached the lake;
+    3. stopped by SIGINT the same way;
+    4. SIGKILLed mid-stream;
+    5. run to the end of the topic: every offset landed exactly once.
+    """
     total = 3000
     publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(total), kafka_broker.max_message_bytes)
     settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt", max_offsets_per_trigger=150)
 
-    process = _ingest_process(settings, "1 second")
-    seen = _wait_for_rows(settings, topic, process, 300)
-    # The signal goes to the Python driver only (as a scheduler or Ctrl-C in a terminal would send it).
-    os.kill(process.pid, signum)
-    output = process.communicate(timeout=120)[0].decode()
-
-    assert process.returncode == 0, output[-3000:]
-    assert 0 < seen < total, output[-3000:]
-    last = [line for line in output.splitlines() if line.strip()][-1]
-    assert "ingest_events: done:" in last, output[-3000:]
-    assert "reentrant" not in output and "Py4JNetworkError" not in output, output[-3000:]
+    crashed = _ingest_process(settings, "1 second", **{FAULT_ENV: "0"})
+    crashed_output = crashed.communicate(timeout=300)[0].decode()
+    assert crashed.returncode == -signal.SIGKILL, crashed_output[-3000:]
     events, rejected = landed(settings, topic)
-    stopped_at = sorted(coordinates(events, rejected))
-    assert len(stopped_at) == len(set(stopped_at))
-    # Stopped between batches: the last progress line counts exactly what is in the lake.
-    read = int(last.split("done: ")[1].split(", ")[1].split()[0])
-    assert read == len(stopped_at), last
+    first_batch_events = events.num_rows
+    assert 0 < first_batch_events < 150 and rejected.num_rows == 0  # events committed, rejected not yet
+
+    before = len(_rows(settings, topic))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        process = _ingest_process(settings, "1 second")
+        seen = _wait_for_rows(settings, topic, process, before + 300)
+        summary = _stopped_cleanly(process, signum)
+        after = len(_rows(settings, topic))
+        assert before < seen <= after < total
+        replayed = first_batch_events if signum == signal.SIGTERM else 0
+        assert summary["already"] == replayed, summary
+        # Stopped between batches: what it read and did not find landed is exactly what the lake gained.
+        assert summary["read"] - summary["already"] == after - before, (summary, before, after)
+        before = after
+
+    killed = _ingest_process(settings, "1 second")
+    seen = _wait_for_rows(settings, topic, killed, before + 300)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed_output = killed.communicate(timeout=60)[0].decode()
+    assert before < seen < total, killed_output[-3000:]
 
     rest = _ingest_process(
         settings.model_copy(
@@ -327,10 +314,9 @@ def test_a_signal_stops_a_running_ingestion_cleanly(
     )
     rest_output = rest.communicate(timeout=300)[0].decode()
     assert rest.returncode == 0, rest_output[-3000:]
+    assert sorted(_rows(settings, topic)) == expected_coordinates(kafka_broker, topic)
     events, rejected = landed(settings, topic)
-    landed_coordinates = sorted(coordinates(events, rejected))
-    assert len(landed_coordinates) == len(set(landed_coordinates)), "duplicates after restart"
-    assert landed_coordinates == expected_coordinates(kafka_broker, topic)
+    assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
 
 
 def test_adversarial_inputs_of_issue_18_are_classified(
