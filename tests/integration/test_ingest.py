@@ -16,7 +16,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from openlineage.client.serde import Serde
-from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.expressions import EqualTo
 from pyspark.sql import SparkSession
 
@@ -227,10 +226,7 @@ def _wait_for_rows(settings: Settings, topic: str, process: subprocess.Popen[byt
     deadline = time.monotonic() + 240
     seen = 0
     while time.monotonic() < deadline and process.poll() is None:
-        try:
-            events, rejected = landed(settings, topic)
-        except NoSuchTableError:  # the job has not created the raw tables yet
-            events = rejected = pa.table({})
+        events, rejected = landed(settings, topic)
         seen = events.num_rows + rejected.num_rows
         if seen >= at_least:
             break
@@ -257,11 +253,12 @@ def _stopped_cleanly(process: subprocess.Popen[bytes], signum: signal.Signals) -
     return {name: int(value) for name, value in match.groupdict().items()}
 
 
-def _rows(settings: Settings, topic: str) -> list[tuple[int, int]]:
+def _landed_once(settings: Settings, topic: str) -> tuple[pa.Table, pa.Table]:
+    """:func:`landed`, checked that no Kafka message is in the lake twice."""
     events, rejected = landed(settings, topic)
     rows = coordinates(events, rejected)
     assert len(rows) == len(set(rows)), "a Kafka message landed twice"
-    return rows
+    return events, rejected
 
 
 def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
@@ -283,16 +280,15 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
     crashed = _ingest_process(settings, "1 second", **{FAULT_ENV: "0"})
     crashed_output = crashed.communicate(timeout=300)[0].decode()
     assert crashed.returncode == -signal.SIGKILL, crashed_output[-3000:]
-    events, rejected = landed(settings, topic)
-    first_batch_events = events.num_rows
+    events, rejected = _landed_once(settings, topic)
+    first_batch_events = before = events.num_rows
     assert 0 < first_batch_events < 150 and rejected.num_rows == 0  # events committed, rejected not yet
 
-    before = len(_rows(settings, topic))
     for signum in (signal.SIGTERM, signal.SIGINT):
         process = _ingest_process(settings, "1 second")
         seen = _wait_for_rows(settings, topic, process, before + 300)
         summary = _stopped_cleanly(process, signum)
-        after = len(_rows(settings, topic))
+        after = sum(table.num_rows for table in _landed_once(settings, topic))
         assert before < seen <= after < total
         replayed = first_batch_events if signum == signal.SIGTERM else 0
         assert summary["already"] == replayed, summary
@@ -314,8 +310,8 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
     )
     rest_output = rest.communicate(timeout=300)[0].decode()
     assert rest.returncode == 0, rest_output[-3000:]
-    assert sorted(_rows(settings, topic)) == expected_coordinates(kafka_broker, topic)
-    events, rejected = landed(settings, topic)
+    events, rejected = _landed_once(settings, topic)
+    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
     assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
 
 
