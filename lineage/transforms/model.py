@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from lineage.transforms.model_common import dataset_id
 from lineage.transforms.model_datasets import (
+    MENTION_COLUMNS,
     AliasGraph,
     alias_forms,
     alias_graph,
@@ -56,6 +57,7 @@ from lineage.transforms.model_graph import (
 from lineage.transforms.model_runs import heartbeat_gaps, job_dependencies, jobs, run_liveness, runs
 
 __all__ = [
+    "MENTION_COLUMNS",
     "AliasGraph",
     "alias_forms",
     "alias_graph",

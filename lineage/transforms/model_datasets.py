@@ -96,6 +96,27 @@ _MENTION_EVENT = (
     "job_name",
     *COORDINATES,
 )
+# The columns of :func:`dataset_mentions`, in order (what the build checks the stored extracted form against
+# without planning the extraction).
+MENTION_COLUMNS = (
+    *_MENTION_EVENT,
+    "role",
+    "namespace",
+    "name",
+    "raw_namespace",
+    "raw_name",
+    "symlinks",
+    "schema_fields",
+    "row_count",
+    "size_bytes",
+    "file_count",
+    "column_facet",
+    "column_entries",
+    "lifecycle",
+    "previous_namespace",
+    "previous_name",
+    "tags",
+)
 
 
 def dataset_mentions(events: DataFrame) -> DataFrame:

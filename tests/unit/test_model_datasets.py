@@ -83,6 +83,12 @@ def test_alias_rules_map_whole_normalised_namespaces(
     assert normalised[("rule", raw)] == expected
 
 
+def test_mention_columns_name_what_the_extraction_writes(spark: SparkSession) -> None:
+    # The build checks the stored extracted form against the static list instead of planning the extraction.
+    planned = model.dataset_mentions(events_df(spark, [run_event("START", at(0), run_id(1))])).columns
+    assert planned == list(model.MENTION_COLUMNS)
+
+
 def test_mentions_roles_statistics_symlinks_and_column_lineage(spark: SparkSession) -> None:
     lineage = {"fields": {"b": {"inputFields": [{"namespace": "s3://in", "name": "x", "field": "a"}]}}}
     events = [
