@@ -313,7 +313,10 @@ class _Build:
         # Usually the new mentions name datasets already known, the way they were known: the alias tables
         # stay as they are and no dataset is relabelled (about 20 Spark jobs fewer than re-labelling). A
         # re-run after a crash between the alias steps (pending rows) always takes the long way.
-        aliases = None if pending.isEmpty() and self._alias_graph_known(graph) else self._alias_delta(graph)
+        news = model.alias_graph_news(
+            graph, self.table("alias_nodes"), self.table("alias_links"), self.table("dataset_aliases")
+        )
+        aliases = None if pending.isEmpty() and news.isEmpty() else self._alias_delta(graph)
         if aliases is None:
             log.info("dataset aliases: the new mentions add no name, link or rank: nothing relabelled")
             relabelled = pending
@@ -360,31 +363,6 @@ class _Build:
             empty = self.spark.createDataFrame([], f"dataset_id string, {RANGE} bigint")
             lake.replace_table(empty, self.t(PENDING_TABLE))
         return self.table(PENDING_TABLE)
-
-    def _alias_graph_known(self, graph: model.AliasGraph) -> bool:
-        """Whether the alias graph of the new mentions is already in the alias tables: every node stored
-        with the same or a better (lower) rank, every link stored, every name form a known alias whose kind
-        it cannot change (a form of rank 0 or 1 turns a ``renamed`` alias into another kind). Then no label,
-        no alias row and no dataset changes."""
-        stored_nodes = self.table("alias_nodes").select(*NODE_KEY, F.col("rank").alias("_stored"))
-        new_node = (
-            graph.labels.select(*NODE_KEY, F.col("label.rank").alias("rank"))
-            .join(stored_nodes, NODE_KEY, "left")
-            .where(F.col("_stored").isNull() | (F.col("_stored") > F.col("rank")))
-            .select(F.lit(1).alias("new"))
-        )
-        new_link = (
-            graph.edges.where(~_self_loop())
-            .join(self.table("alias_links"), LINK_KEY, "left_anti")
-            .select(F.lit(1).alias("new"))
-        )
-        stored_aliases = self.table("dataset_aliases").select(*ALIAS_KEY, "alias_kind")
-        new_form = (
-            graph.forms.join(stored_aliases, ALIAS_KEY, "left")
-            .where(F.col("alias_kind").isNull() | ((F.col("rank") < 2) & (F.col("alias_kind") == "renamed")))
-            .select(F.lit(1).alias("new"))
-        )
-        return new_node.unionByName(new_link).unionByName(new_form).isEmpty()
 
     def _alias_delta(self, graph: model.AliasGraph) -> _AliasDelta:
         """Re-label the alias components the new mentions (their ``graph``) touch: their nodes (old and new),

@@ -328,6 +328,54 @@ def alias_graph(mentions: DataFrame, alias_rules: list[tuple[str, str]] | None =
     return AliasGraph(forms, labels, edges)
 
 
+def alias_graph_news(graph: AliasGraph, nodes: DataFrame, links: DataFrame, aliases: DataFrame) -> DataFrame:
+    """What the alias graph of new mentions adds to the stored one (empty: no label, alias row or dataset
+    changes, so nothing needs re-labelling).
+
+    Args:
+        graph: :func:`alias_graph` of the new mentions.
+        nodes: the stored nodes (``node_namespace, node_name, rank``, e.g. ``lineage.alias_nodes``).
+        links: the stored links (``src_ns, src_n, dst_ns, dst_n``, no self-loops; ``lineage.alias_links``).
+        aliases: the stored ``dataset_aliases`` rows.
+
+    Returns:
+        ``news, namespace, name``: ``node`` for a node not stored or stored with a worse (higher) rank,
+        ``link`` for a link not stored (named by its source), ``alias`` for a name form not stored as an
+        alias, or one that turns a ``renamed`` alias into another kind (reported or a symlink: rank 0 or 1).
+    """
+    node = ["node_namespace", "node_name"]
+    link = ["src_ns", "src_n", "dst_ns", "dst_n"]
+    alias = ["alias_namespace", "alias_name"]
+    stored_rank = nodes.select(*node, F.col("rank").alias("_stored"))
+    new_nodes = (
+        graph.labels.select(*node, F.col("label.rank").alias("rank"))
+        .join(stored_rank, node, "left")
+        .where(F.col("_stored").isNull() | (F.col("_stored") > F.col("rank")))
+        .select(
+            F.lit("node").alias("news"),
+            F.col("node_namespace").alias("namespace"),
+            F.col("node_name").alias("name"),
+        )
+    )
+    self_loop = (F.col("src_ns") == F.col("dst_ns")) & (F.col("src_n") == F.col("dst_n"))
+    new_links = (
+        graph.edges.where(~self_loop)
+        .join(links.select(*link), link, "left_anti")
+        .select(F.lit("link").alias("news"), F.col("src_ns").alias("namespace"), F.col("src_n").alias("name"))
+    )
+    kind = F.col("alias_kind")
+    new_aliases = (
+        graph.forms.join(aliases.select(*alias, "alias_kind"), alias, "left")
+        .where(kind.isNull() | ((F.col("rank") < 2) & (kind == "renamed")))
+        .select(
+            F.lit("alias").alias("news"),
+            F.col("alias_namespace").alias("namespace"),
+            F.col("alias_name").alias("name"),
+        )
+    )
+    return new_nodes.unionByName(new_links).unionByName(new_aliases)
+
+
 def alias_forms(aliases: DataFrame, alias_rules: list[tuple[str, str]] | None = None) -> DataFrame:
     """The graph forms (see :class:`AliasGraph`) of known alias names, without their mentions.
 

@@ -226,6 +226,75 @@ def test_build_stops_label_rounds_once_they_settle(
     assert capped.select("dataset_id").distinct().count() > settled.select("dataset_id").distinct().count()
 
 
+def _renamed(namespace: str, name: str, previous: tuple[str, str]) -> dict[str, Any]:
+    renamed = dataset(namespace, name)
+    state = {
+        "lifecycleStateChange": "RENAME",
+        "previousIdentifier": {"namespace": previous[0], "name": previous[1]},
+    }
+    return {**renamed, "facets": {**renamed["facets"], "lifecycleStateChange": state}}
+
+
+def test_alias_graph_news_name_what_would_relabel(spark: SparkSession) -> None:
+    # The build skips re-labelling when the new mentions' graph adds nothing to the stored one.
+    warehouse = ("s3://warehouse", "default.db/orders")
+    known = [
+        run_event(
+            "COMPLETE",
+            at(0),
+            run_id(1),
+            inputs=[dataset(KAFKA, "orders")],
+            outputs=[dataset(*warehouse, symlinks=[(HIVE, "default.orders")])],
+        ),
+        run_event(
+            "COMPLETE", at(1), run_id(2), outputs=[_renamed("s3://lake", "mart", ("s3://lake", "mart_old"))]
+        ),
+    ]
+    mentions = model.dataset_mentions(events_df(spark, known)).localCheckpoint()
+    graph = model.alias_graph(mentions, RULES)
+    nodes = graph.labels.select(
+        "node_namespace", "node_name", F.col("label.rank").alias("rank")
+    ).localCheckpoint()
+    links = graph.edges.where((F.col("src_ns") != F.col("dst_ns")) | (F.col("src_n") != F.col("dst_n")))
+    links = links.localCheckpoint()
+    aliases = model.dataset_aliases(mentions, RULES, max_iterations=3).localCheckpoint()
+
+    def news(*outputs: dict[str, Any], inputs: tuple[dict[str, Any], ...] = ()) -> set[tuple[str, str, str]]:
+        event = run_event("COMPLETE", at(9), run_id(9), inputs=list(inputs), outputs=list(outputs))
+        new_graph = model.alias_graph(model.dataset_mentions(events_df(spark, [event])), RULES)
+        return {tuple(r) for r in model.alias_graph_news(new_graph, nodes, links, aliases).collect()}
+
+    # Known names, symlinks and renames again (a later run): nothing new.
+    assert (
+        news(
+            dataset(*warehouse, symlinks=[(HIVE, "default.orders")]),
+            _renamed("s3://lake", "mart", ("s3://lake", "mart_old")),
+            inputs=(dataset(KAFKA, "orders"),),
+        )
+        == set()
+    )
+    # A spelling an alias rule maps onto a known node: only a new alias.
+    assert news(inputs=(dataset("kafka://broker:9092", "orders"),)) == {
+        ("alias", "kafka://broker:9092", "orders")
+    }
+    # A new symlink: a node, its links both ways and an alias.
+    assert news(dataset(*warehouse, symlinks=[(HIVE, "other.orders")])) == {
+        ("node", HIVE, "other.orders"),
+        ("link", HIVE, "other.orders"),
+        ("link", *warehouse),
+        ("alias", HIVE, "other.orders"),
+    }
+    # Another spelling of a known name: a new alias of a known node.
+    assert news(dataset("s3a://warehouse/", "default.db/orders/")) == {
+        ("alias", "s3a://warehouse/", "default.db/orders/")
+    }
+    # A name known only as a RENAME's previous one, now reported: a better rank and another alias kind.
+    assert news(dataset("s3://lake", "mart_old")) == {
+        ("node", "s3://lake", "mart_old"),
+        ("alias", "s3://lake", "mart_old"),
+    }
+
+
 @pytest.fixture(scope="module")
 def schema_model(spark: SparkSession) -> dict[str, list[Row]]:
     v1, v2 = [("id", "int")], [("id", "int"), ("name", "string")]
