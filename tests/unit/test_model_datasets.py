@@ -261,7 +261,8 @@ def test_alias_graph_news_name_what_would_relabel(spark: SparkSession) -> None:
 
     def news(*outputs: dict[str, Any], inputs: tuple[dict[str, Any], ...] = ()) -> set[tuple[str, str, str]]:
         event = run_event("COMPLETE", at(9), run_id(9), inputs=list(inputs), outputs=list(outputs))
-        new_graph = model.alias_graph(model.dataset_mentions(events_df(spark, [event])), RULES)
+        new_mentions = model.dataset_mentions(events_df(spark, [event])).localCheckpoint()
+        new_graph = model.alias_graph(new_mentions, RULES)
         return {tuple(r) for r in model.alias_graph_news(new_graph, nodes, links, aliases).collect()}
 
     # Known names, symlinks and renames again (a later run): nothing new.
