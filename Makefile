@@ -96,8 +96,8 @@ demo: publish-demo ## The whole demo: Kafka, publish, ingest, build, report, our
 	$(PY) -m lineage.demo run-event COMPLETE "$$OPENLINEAGE_PARENT_ID"; \
 	echo "open $(CURDIR)/$(DEMO_GRAPH) in a browser (works offline)"
 
-# make test leaves out the cluster module and the tests marked slow (about 20 of its 83 minutes on this
-# machine) until they are cheap enough for the CI budget; make test-all runs everything.
+# make test leaves out the cluster module and the tests marked slow (about 20 minutes more on this machine,
+# measured before the test session ran interpreted) until they fit the CI budget; make test-all runs all.
 TEST_SELECTION ?= not cluster and not slow
 
 test: ## Unit + integration tests with a real broker, Spark, Iceberg (not the cluster/slow ones: make test-all)
