@@ -14,7 +14,21 @@ from typing import Any
 from aiohttp import web
 
 from lineage.cli import main as cli
-from lineage.cli.store import BOTH, DOWNSTREAM, UPSTREAM, LookupError_, UnknownNode, parse_time
+from lineage.cli.store import (
+    BOTH,
+    DOWNSTREAM,
+    GRANULARITY_JOB,
+    GRANULARITY_PARENT,
+    UPSTREAM,
+    VIA_BOTH,
+    VIA_DATASETS,
+    VIA_DEPENDENCIES,
+    LookupError_,
+    Tag,
+    UnknownNode,
+    parse_tag,
+    parse_time,
+)
 from lineage.serve import errors, marquez
 from lineage.serve.auth import ApiKeys
 from lineage.serve.index import IndexedStore, ReadIndex, lifespan
@@ -76,6 +90,30 @@ def _required(request: web.Request, name: str) -> str:
 def _time(request: web.Request, name: str = "as_of") -> datetime | None:
     text = request.query.get(name)
     return parse_time(text) if text else None
+
+
+def _choice(request: web.Request, name: str, choices: tuple[str, ...]) -> str:
+    """A parameter from a closed set, the first being the default (the CLI's option of the same name)."""
+    text = request.query.get(name) or choices[0]
+    if text not in choices:
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be one of {', '.join(choices)}, got {text!r}")
+    return text
+
+
+def _walk_options(request: web.Request) -> dict[str, str]:
+    """``via`` and ``granularity`` of a walk, checked like the CLI's ``--via`` and ``--granularity``."""
+    return {
+        "via": _choice(request, "via", (VIA_DATASETS, VIA_DEPENDENCIES, VIA_BOTH)),
+        "granularity": _choice(request, "granularity", (GRANULARITY_JOB, GRANULARITY_PARENT)),
+    }
+
+
+def _tags(request: web.Request) -> list[Tag]:
+    """Every ``tag`` parameter (KEY or KEY=VALUE, repeatable: any matches), as ``--tag``."""
+    try:
+        return [parse_tag(text) for text in request.query.getall("tag", [])]
+    except LookupError_ as exc:
+        raise errors.ApiError(400, BAD_PARAMETER, str(exc)) from exc
 
 
 def _answer(request: web.Request, work: Callable[[IndexedStore], Any]) -> web.Response:
@@ -233,12 +271,15 @@ def _walk(direction: str) -> Callable[[web.Request], Any]:
         node = _required(request, "node")
         depth = _int(request, "depth", cli.DEFAULT_DEPTH)
         columns = _bool(request, "columns", False)
+        options, tags = _walk_options(request), _tags(request)
 
         def work(store: IndexedStore) -> Any:
             as_of = _time(request)
             root, field = store.resolve_field(node) if columns else (store.resolve(node), None)
-            walk = store.traverse(root, direction, depth, as_of=as_of, columns=columns, field_name=field)
-            return cli.traversal_json(store, walk, as_of)
+            walk = store.traverse(
+                root, direction, depth, as_of=as_of, columns=columns, field_name=field, **options
+            )
+            return cli.traversal_json(store, store.keep_tagged(walk, tags), as_of)
 
         return _answer(request, work)
 
@@ -255,10 +296,12 @@ async def runs(request: web.Request) -> web.Response:
     states = request.query.getall("state", [])
     job_name = request.query.get("job") or None
     limit = _int(request, "limit", 50)
+    tags = _tags(request)
 
     def work(store: IndexedStore) -> Any:
         wanted = cli.state_names(states)
-        rows = store.runs(job=job_name, states=wanted, since=_time(request, "since"), limit=limit)
+        since = _time(request, "since")
+        rows = store.runs(job=job_name, states=wanted, since=since, limit=limit, tags=tags)
         return [cli.run_json(r) for r in rows]
 
     return _answer(request, work)
@@ -280,12 +323,14 @@ async def graph(request: web.Request) -> web.Response:
     if direction not in (UPSTREAM, DOWNSTREAM, BOTH):
         raise errors.ApiError(400, BAD_PARAMETER, "direction must be upstream, downstream or both")
     columns = _bool(request, "columns", fmt == "html")
+    options = _walk_options(request)
 
     def work(store: IndexedStore) -> Any:
         from lineage.graph.render import render
 
         root = store.resolve(node)
-        walk = store.traverse(root, direction, depth, as_of=_time(request), columns=columns or fmt == "html")
+        with_columns = columns or fmt == "html"
+        walk = store.traverse(root, direction, depth, as_of=_time(request), columns=with_columns, **options)
         text = render(cli.graph_dict(store, walk), fmt)
         types = {"html": "text/html", "json": "application/json", "dot": "text/vnd.graphviz"}
         return web.Response(text=text, content_type=types.get(fmt, "text/plain"), charset="utf-8")

@@ -11,6 +11,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from lineage.serve.app import create_app
 from lineage.serve.auth import hash_key
+from lineage.serve.index import IndexedStore
 from lineage.serve.read import READ
 from lineage.settings import Settings
 from tests.unit.test_read_mapping import KAFKA, tiny_store
@@ -27,12 +28,12 @@ def settings(tmp_path: Path, **serve: Any) -> Settings:
 
 
 async def _ask(
-    config: Settings, loaded: bool, *requests: tuple[str, dict[str, str]]
+    config: Settings, loaded: bool | IndexedStore, *requests: tuple[str, dict[str, str]]
 ) -> list[tuple[int, Any]]:
     app = create_app(config)
     async with TestClient(TestServer(app)) as client:
         if loaded:
-            app[READ].current = tiny_store()
+            app[READ].current = loaded if isinstance(loaded, IndexedStore) else tiny_store()
         answers = []
         for path, headers in requests:
             response = await client.get(path, headers=headers)
@@ -72,3 +73,52 @@ def test_errors_and_the_not_built_state(tmp_path: Path) -> None:
     assert status == 503
     assert body["error"]["code"] == "LINEAGE_NOT_BUILT"
     assert "no catalog" in body["error"]["message"] or "loaded" in body["error"]["message"]
+
+
+def test_walks_take_the_clis_via_granularity_and_tag(tmp_path: Path) -> None:
+    # Control flow: etl/extract -> etl/load (declared); etl/load is a task of the DAG etl/dag.
+    store = tiny_store()
+    store.__dict__["job_dependency_rows"] = [
+        {"upstream_job_namespace": "etl", "upstream_job_name": "extract", "downstream_job_namespace": "etl",
+         "downstream_job_name": "load", "source": "jobDependencies"},
+    ]  # fmt: skip
+    store.__dict__["parent_jobs"] = {("etl", "load"): ("etl", "dag")}
+    store.__dict__["dataset_tags"] = {}
+    store.jobs[("etl", "load")]["tags"] = [{"key": "team", "value": "finance", "source": "USER"}]
+    up = "/api/v2/upstream?node=s3://lake/db/totals&depth=3"
+    answers = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            store,
+            (up, {}),
+            (f"{up}&via=both", {}),
+            (f"{up}&granularity=parent", {}),
+            (f"{up}&tag=team=finance", {}),
+            (f"{up}&tag=team=sales", {}),
+            ("/api/v2/runs?tag=team=finance", {}),
+            ("/api/v2/runs?tag=team=sales", {}),
+            (f"{up}&via=rivers", {}),
+            (f"{up}&tag==x", {}),
+            ("/api/v2/graph?node=etl/load&format=json&via=dependencies&direction=upstream", {}),
+        )
+    )
+    assert [status for status, _ in answers[:5]] == [200] * 5
+    both, untagged = answers[1][1], answers[4][1]
+    names = ("plain", "both", "parent", "tagged", "untagged")
+    ids = {name: {n["id"] for n in body["nodes"]} for name, (_, body) in zip(names, answers[:5], strict=True)}
+    assert ids["plain"] == {"job:etl/load", f"dataset:{KAFKA}/orders"}
+    assert ids["both"] == ids["plain"] | {"job:etl/extract"}
+    assert [d["source"] for d in both["dependencies"]] == ["job:etl/extract"]
+    assert ids["parent"] == {"job:etl/dag", f"dataset:{KAFKA}/orders"}
+    assert ids["tagged"] == {"job:etl/load"}  # the dataset carries no tag; the root always stays
+    assert ids["untagged"] == set() and untagged["edges"] == []
+    (r0, finance), (r1, sales) = answers[5:7]
+    assert (r0, r1) == (200, 200)
+    assert len(finance) == 2 and sales == []  # both runs of the tagged job
+    (bad_via, via_body), (bad_tag, tag_body) = answers[7:9]
+    assert (bad_via, bad_tag) == (400, 400)
+    assert "via must be one of datasets, dependencies, both" in via_body["error"]["message"]
+    assert "not a tag" in tag_body["error"]["message"]
+    status, graph = answers[9]
+    assert status == 200
+    assert {n["id"] for n in graph["nodes"]} >= {"job:etl/load", "job:etl/extract"}
