@@ -61,8 +61,8 @@ FACT_COLUMNS = (
 )
 
 # One declared job dependency of a run, relative to the run's own job (``direction`` upstream: the named job
-# runs before this one). ``source``: ``jobDependencies`` (the OpenLineage run facet) or ``airflow`` (the task
-# facet's upstream/downstream task ids).
+# runs before this one). ``source``: ``jobDependencies`` (the OpenLineage run facet), ``airflow`` (the task
+# facet's upstream/downstream task ids) or ``lineage`` (JOB inputs of the job-level lineage facet).
 DEPENDENCY_TYPE = (
     "struct<direction:string,job_namespace:string,job_name:string,run_id:string,dependency_type:string,"
     "sequence_trigger_rule:string,status_trigger_rule:string,source:string>"
@@ -122,6 +122,78 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
     )
 
 
+# The job-level ``lineage`` facet (OpenLineage LineageJobFacet, spec/facets/LineageFacet.json): ``entries[]``
+# of target DATASETs (``inputs[]`` and ``fields.<f>.inputs[]``) and target JOBs (``inputs[]``; a JOB entry
+# or input without namespace and name is the event's own job). Inputs are DATASETs or JOBs.
+JOB_LINEAGE = "$.job.facets.lineage.entries"
+
+
+def _typed(node: Column, kind: str) -> Column:
+    return F.coalesce(F.upper(F.trim(get(node, "$.type"))) == kind, F.lit(False))
+
+
+def _own_job(node: Column) -> Column:
+    """Whether a JOB entry or input of the job-level ``lineage`` facet is the event's own job."""
+    namespace, name = get(node, "$.namespace"), get(node, "$.name")
+    unnamed = namespace.isNull() & name.isNull()
+    return unnamed | ((namespace == F.col("job_namespace")) & (name == F.col("job_name")))
+
+
+def _named_mention(node: Column, role: str, entries: Column | None = None) -> Column:
+    """A mention known only by its name (and, for a target dataset, its column-lineage entries)."""
+    none = F.lit(None)
+    digest = none.cast("string") if entries is None else facet_digest(none.cast("variant"), node)
+    return F.struct(
+        F.lit(role).alias("role"),
+        get(node, "$.namespace").alias("namespace"),
+        get(node, "$.name").alias("name"),
+        none.cast(IDENTIFIERS_TYPE).alias("symlinks"),
+        none.cast(SCHEMA_FIELDS_TYPE).alias("schema_fields"),
+        digest.alias("column_facet"),
+        (none.cast(f"array<{ENTRY_TYPE}>") if entries is None else entries).alias("column_entries"),
+        *[none.cast("bigint").alias(c) for c in ("row_count", "size_bytes", "file_count")],
+        *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
+        none.cast(TAGS_TYPE).alias("tags"),
+    )
+
+
+def _entry_inputs(entry: Column) -> Column:
+    """Every input of an entry: its entity-level ``inputs[]`` and those of each ``fields.<f>``."""
+    empty = F.array().cast("array<variant>")
+    per_field = F.transform(
+        F.map_values(get(entry, "$.fields", "map<string,variant>")),
+        lambda f: F.coalesce(get(f, "$.inputs", "array<variant>"), empty),
+    )
+    return F.concat(
+        F.coalesce(get(entry, "$.inputs", "array<variant>"), empty), F.coalesce(F.flatten(per_field), empty)
+    )
+
+
+def _job_lineage_mentions(v: Column) -> Column:
+    """Mentions from the job-level ``lineage`` facet, as the run's (or, on a JobEvent, the job's) own I/O.
+
+    A DATASET entry is an output of the event's job, with the entry's field-level inputs as its column
+    lineage (read like the dataset-level ``lineage`` facet); every DATASET input of it, and of a JOB entry
+    for the event's own job, is an input. Entries about other jobs are not read: a job's edges come from its
+    own events (their JOB inputs are dependencies, see :func:`_job_lineage_dependencies`).
+    """
+    empty = F.array().cast(f"array<{MENTION_TYPE}>")
+    entries = get(v, JOB_LINEAGE, "array<variant>")
+
+    def of_entry(entry: Column) -> Column:
+        is_dataset = _typed(entry, "DATASET")
+        inputs = F.filter(_entry_inputs(entry), lambda i: _typed(i, "DATASET"))
+        read = F.transform(inputs, lambda i: _named_mention(i, "input"))
+        written = F.array(_named_mention(entry, "output", column_entries(F.lit(None).cast("variant"), entry)))
+        return (
+            F.when(is_dataset, F.concat(written, read))
+            .when(_typed(entry, "JOB") & _own_job(entry), read)
+            .otherwise(empty)
+        )
+
+    return F.coalesce(F.flatten(F.transform(entries, of_entry)), empty)
+
+
 def _mentions(v: Column) -> Column:
     empty = F.array().cast(f"array<{MENTION_TYPE}>")
     inputs = get(v, "$.inputs", "array<variant>")
@@ -137,6 +209,7 @@ def _mentions(v: Column) -> Column:
         F.when(F.col("event_kind") == DATASET_EVENT, F.array(_mention(dataset, "static", None))).otherwise(
             empty
         ),
+        _job_lineage_mentions(v),
     )
 
 
@@ -181,6 +254,28 @@ def _airflow_tasks(v: Column, direction: str) -> Column:
     )
 
 
+def _job_lineage_dependencies(v: Column) -> Column:
+    """Upstream jobs from the job-level ``lineage`` facet: the JOB inputs of a JOB entry for the event's own
+    job (data flows from that job into this one), with the input's run id when given."""
+    none = F.lit(None).cast("string")
+
+    def one(node: Column) -> Column:
+        return F.struct(
+            F.lit("upstream").alias("direction"),
+            get(node, "$.namespace").alias("job_namespace"),
+            get(node, "$.name").alias("job_name"),
+            F.lower(F.trim(get(node, "$.runId"))).alias("run_id"),
+            none.alias("dependency_type"),
+            none.alias("sequence_trigger_rule"),
+            none.alias("status_trigger_rule"),
+            F.lit("lineage").alias("source"),
+        )
+
+    own = F.filter(get(v, JOB_LINEAGE, "array<variant>"), lambda e: _typed(e, "JOB") & _own_job(e))
+    inputs = F.flatten(F.transform(own, _entry_inputs))
+    return F.transform(F.filter(inputs, lambda i: _typed(i, "JOB") & ~_own_job(i)), one)
+
+
 def _dependencies(v: Column) -> Column:
     empty = F.array().cast(f"array<{DEPENDENCY_TYPE}>")
     parts = [
@@ -188,6 +283,7 @@ def _dependencies(v: Column) -> Column:
         for direction in ("upstream", "downstream")
         for part in (_declared(v, direction), _airflow_tasks(v, direction))
     ]
+    parts.append(F.coalesce(_job_lineage_dependencies(v), empty))
     every = F.filter(F.concat(*parts), lambda d: d["job_name"].isNotNull() & d["job_namespace"].isNotNull())
     return F.when(F.size(every) > 0, every)
 

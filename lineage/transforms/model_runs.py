@@ -227,8 +227,9 @@ def job_dependencies(events: DataFrame) -> DataFrame:
     """Job-to-job (control-flow) dependencies, one row per (upstream job, downstream job, source).
 
     Sources: ``jobDependencies`` (the OpenLineage run facet: upstream and downstream jobs of a run),
-    ``airflow`` (the task facet's upstream/downstream task ids, tasks of one DAG) and ``parent`` (the job of a
-    parent run invokes the job of its child run). The same pair reported by both ends (A lists B downstream,
+    ``airflow`` (the task facet's upstream/downstream task ids, tasks of one DAG), ``lineage`` (JOB inputs of
+    the job-level ``lineage`` facet's entry for the run's own job) and ``parent`` (the job of a parent run
+    invokes the job of its child run). The same pair reported by both ends (A lists B downstream,
     B lists A upstream) is one row. The optional rules are those of the latest report carrying them.
 
     Args:

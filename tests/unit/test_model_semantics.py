@@ -311,3 +311,67 @@ def test_tags_facets_of_runs_and_datasets_are_kept(spark: SparkSession) -> None:
     mentions = model.dataset_mentions(frame).localCheckpoint()
     [ds] = model.datasets(mentions, model.dataset_aliases(mentions, max_iterations=2)).collect()
     assert [(t.key, t.value) for t in ds.tags] == [("pii", "true")]
+
+
+def _job_lineage_facet() -> dict:
+    """A job-level ``lineage`` facet made with openlineage-python's own classes (LineageJobFacet)."""
+    from openlineage.client.generated import lineage as ol
+    from openlineage.client.serde import Serde
+
+    def ds(namespace: str, name: str, field: str | None = None, *kinds: tuple[str, str]) -> object:
+        steps = [ol.LineageTransformation(type=t, subtype=s) for t, s in kinds]
+        return ol.LineageDatasetInput(namespace, name, "DATASET", field=field, transformations=steps)
+
+    entries = [
+        ol.LineageDatasetEntry(  # the run writes mart from raw (total from price, aggregated)
+            namespace="s3://lake",
+            name="mart",
+            type="DATASET",
+            inputs=[ds("s3://lake", "raw")],
+            fields={
+                "total": ol.LineageFieldEntry(
+                    inputs=[ds("s3://lake", "raw", "price", ("DIRECT", "AGGREGATION"))]
+                )
+            },
+        ),
+        ol.LineageJobEntry(  # the event's own job (no name): reads customers, fed by etl/extract's run
+            type="JOB",
+            inputs=[
+                ol.LineageJobInput(type="JOB", namespace="etl", name="extract", runId=run_id(7)),
+                ds("postgres://db:5432", "shop.public.customers"),
+            ],
+        ),
+        ol.LineageJobEntry(  # about another job: not this run's I/O, not its dependency
+            type="JOB",
+            namespace="etl",
+            name="other",
+            inputs=[
+                ds("s3://lake", "elsewhere"),
+                ol.LineageJobInput(type="JOB", namespace="etl", name="zzz"),
+            ],
+        ),
+    ]
+    return Serde.to_dict(ol.LineageJobFacet(entries=entries))
+
+
+def test_job_level_lineage_facet_feeds_io_column_edges_and_dependencies(spark: SparkSession) -> None:
+    job = ("etl", "build_mart")
+    events = [run_event("COMPLETE", at(30), run_id(1), job, job_facets={"lineage": _job_lineage_facet()})]
+    frame = events_df(spark, events)
+    mentions = model.dataset_mentions(frame).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=2).localCheckpoint()
+    names = {r.dataset_id: r.name for r in model.datasets(mentions, aliases).collect()}
+    io = model.run_io(mentions, aliases).collect()
+    assert {(names[r.dataset_id], r.direction) for r in io} == {
+        ("mart", "output"),
+        ("raw", "input"),
+        ("shop.public.customers", "input"),
+    }
+    edges = columns.column_edges(mentions, aliases).collect()
+    assert [
+        (names[e.source_dataset_id], e.source_field, names[e.target_dataset_id], e.target_field)
+        for e in edges
+    ] == [("raw", "price", "mart", "total")]
+    assert [(t.type, t.subtype) for t in edges[0].transformations] == [("DIRECT", "AGGREGATION")]
+    deps = _deps(spark, events)
+    assert list(deps) == [("extract", "build_mart", "lineage")]
