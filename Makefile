@@ -11,7 +11,9 @@ POM := conf/maven/pom.xml
 # repository is not safe for concurrent processes).
 MVN_LOCKED := flock $(CURDIR)/.jars.lock mvn
 MVN := $(MVN_LOCKED) -q -B -s conf/maven/settings.xml -f $(POM)
-# Extra prerequisites of `make test` (browser for the graph page test, ...); set by the mk/*.mk parts.
+# Extra prerequisites of `make test`, set by the mk/*.mk parts: UNIT_TEST_PREREQS before the unit tests
+# (graphviz), TEST_PREREQS (producer venvs, Flink, cluster jars, browser) installed while they run.
+UNIT_TEST_PREREQS :=
 TEST_PREREQS :=
 
 # Parts of the build owned by one feature each (Flink producers, benchmarks, browser tests).
@@ -101,12 +103,18 @@ demo: publish-demo ## The whole demo: Kafka, publish, ingest, build, report, our
 TEST_SELECTION ?= not cluster and not slow
 
 test: ## Unit + integration tests with a real broker, Spark, Iceberg (not the cluster/slow ones: make test-all)
-	@$(MAKE) --no-print-directory -j4 --output-sync=target setup $(TEST_PREREQS)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target setup $(UNIT_TEST_PREREQS)
 	@# Two pytest processes, each with its own SparkSession: the unit tests do not inherit a driver that the
-	@# integration tests filled (one JVM for both ran out of heap on CI).
-	@status=0; for suite in tests/unit tests/integration; do \
-	  $(PY) -m pytest --durations=25 -m "$(TEST_SELECTION)" $$suite || status=$$?; \
-	done; exit $$status
+	@# integration tests filled (one JVM for both ran out of heap on CI). What only the integration tests
+	@# need installs meanwhile (mostly downloads), its output shown once both are done.
+	@mkdir -p var; log=var/test-prereqs.log; \
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_PREREQS) >$$log 2>&1 & prereqs=$$!; \
+	trap 'kill $$prereqs 2>/dev/null' INT TERM; \
+	status=0; $(PY) -m pytest --durations=25 -m "$(TEST_SELECTION)" tests/unit || status=$$?; \
+	wait $$prereqs; ready=$$?; cat $$log; \
+	if [ $$ready -ne 0 ]; then echo "installing the integration tests' prerequisites failed ($$log)" >&2; exit $$ready; fi; \
+	$(PY) -m pytest --durations=25 -m "$(TEST_SELECTION)" tests/integration || status=$$?; \
+	exit $$status
 
 test-all: ## Every test, the cluster module and the slow ones included
 	@$(MAKE) --no-print-directory test TEST_SELECTION=""

@@ -3,7 +3,7 @@
 
 DOT := /usr/bin/dot
 
-TEST_PREREQS += graphviz
+UNIT_TEST_PREREQS += graphviz
 
 .PHONY: graphviz
 
