@@ -24,6 +24,7 @@ GOAL_HISTORY_RATIO = 1.5
 # Hand-written profiling notes with before/after numbers, embedded in BENCHMARKS.md after the goals (the
 # rest of the report is generated from the results and would overwrite anything written into it).
 TUNING_NOTES = Path("docs/benchmark-tuning.md")
+SOAK_NOTES = Path("docs/benchmark-soak.md")  # written by `python -m benchmarks.soak report`
 
 
 def load_results(folder: Path) -> dict[str, dict[str, Any]]:
@@ -100,7 +101,7 @@ def _exponent(points: Sequence[tuple[float, float]]) -> float | None:
 # -- the document -----------------------------------------------------------------------------------------
 
 
-def render(results: dict[str, dict[str, Any]], chart_name: str, tuning: str = "") -> str:
+def render(results: dict[str, dict[str, Any]], chart_name: str, tuning: str = "", soak: str = "") -> str:
     if not results:
         return "# Benchmarks\n\nNo results yet: run `make bench-quick` or `make bench`.\n"
     out: list[str] = ["# Benchmarks", ""]
@@ -131,6 +132,8 @@ def render(results: dict[str, dict[str, Any]], chart_name: str, tuning: str = ""
     out += ["", *_scaling(results), "", *_queries(results), "", *_goals(results)]
     if tuning:
         out += ["", tuning.strip()]
+    if soak:
+        out += ["", soak.strip().replace("](../", "](")]  # its links are relative to docs/
     out += ["", *_meaning()]
     out += ["", *_workload(results)]
     out += ["", *_rentgen(results), "", *_machine(results), "", *_method(), ""]
@@ -771,5 +774,6 @@ def write_report(results_dir: Path, out: Path, chart: Path) -> tuple[Path, Path]
     except ValueError:
         chart_name = str(chart)
     tuning = TUNING_NOTES.read_text() if TUNING_NOTES.is_file() else ""
-    out.write_text(render(results, chart_name, tuning))
+    soak = SOAK_NOTES.read_text() if SOAK_NOTES.is_file() else ""
+    out.write_text(render(results, chart_name, tuning, soak))
     return out, chart

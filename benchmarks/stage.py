@@ -14,7 +14,10 @@
   ``observed_build``); ``--full-refresh`` rebuilds every lineage table from the extracted form of the raw
   events, ``--re-extract`` (``jobs/build_lineage.py --re-extract``) first throws that form away and parses
   every raw event again.
-- ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness stage.
+- ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness and
+  soak stages.
+- ``maintain``: :func:`lineage.batch.maintain.maintain_lake` (what ``jobs/maintain_lake.py`` runs inside
+  ``observed_maintenance``), for the soak stage.
 
 Times are wall-clock (``time.time()``) so the runner can relate them to its own: ``process_start`` (from
 the OS), ``session_ready`` (SparkSession built: JVM started, jars loaded), ``work_start`` / ``work_end``
@@ -133,13 +136,35 @@ def _build(
     spark.stop()
 
 
+def _maintain(settings: Settings, result: dict[str, Any]) -> None:
+    from lineage.batch.maintain import maintain_lake
+    from lineage.spark import build_session
+
+    spark = build_session(settings, "bench-maintain")
+    result["session_ready"] = time.time()
+    result["work_start"] = time.time()
+    done = maintain_lake(spark, settings)
+    result["work_end"] = time.time()
+    result["tables"] = {
+        t.table: {
+            "files_before": t.files_before,
+            "files_after": t.files_after,
+            "snapshots_before": t.snapshots_before,
+            "snapshots_after": t.snapshots_after,
+            "expired_files": t.expired_files,
+        }
+        for t in done.tables
+    }
+    spark.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.stage",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("stage", choices=["ingest", "parse", "read", "build", "stream"])
+    parser.add_argument("stage", choices=["ingest", "parse", "read", "build", "stream", "maintain"])
     parser.add_argument("--settings", type=Path, required=True, help="JSON overrides for load_settings")
     parser.add_argument("--out", type=Path, required=True, help="where the timings go (JSON)")
     parser.add_argument("--checkpoint", type=Path, help="parse: checkpoint of the noop query")
@@ -157,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         _ingest(settings, result, "availableNow")
     elif args.stage == "stream":
         _ingest(settings, result, None)
+    elif args.stage == "maintain":
+        _maintain(settings, result)
     elif args.stage in ("parse", "read"):
         if args.checkpoint is None:
             parser.error(f"{args.stage} needs --checkpoint")

@@ -23,7 +23,7 @@ RENTGEN_VERSION := 0.7.2
 RENTGEN_PYTHON ?= $(shell for p in python3.13 python3.12 $$HOME/.pyenv/versions/3.1[23]*/bin/python3; do \
   "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v "$$p"; break; }; done)
 
-.PHONY: bench bench-quick bench-report bench-setup bench-rentgen postgres-server
+.PHONY: bench bench-quick bench-report bench-setup bench-rentgen postgres-server bench-soak
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install -q -e '.[bench]'
@@ -68,3 +68,14 @@ bench-quick: bench-setup ## Benchmarks of tier S only, then BENCHMARKS.md and BE
 
 bench-report: ## Rewrite BENCHMARKS.md and BENCHMARKS.png from var/bench/results
 	$(PY) -m benchmarks report
+
+# Soak (issue 18): the ingestion at a 1 s trigger for SOAK_MINUTES with builds and maintenance on batch
+# schedules, then the same without maintenance; results in var/bench/soak/results, report in
+# docs/benchmark-soak.md (read into BENCHMARKS.md by `benchmarks report`) and BENCHMARKS-soak.png.
+SOAK_MINUTES ?= 15
+SOAK_ARGS ?=
+
+bench-soak: setup $(VENV)/.bench-installed ## Soak with and without maintenance (2 x SOAK_MINUTES), then its report
+	$(PY) -m benchmarks.soak --label maintained --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
+	$(PY) -m benchmarks.soak --label unmaintained --no-maintain --minutes $(SOAK_MINUTES) $(SOAK_ARGS)
+	$(PY) -m benchmarks.soak report
