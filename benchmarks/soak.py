@@ -70,8 +70,11 @@ def folder_stats(path: Path) -> tuple[int, int]:
         for name in names:
             if name.endswith(".crc"):
                 continue
+            try:
+                size += (Path(root) / name).stat().st_size
+            except FileNotFoundError:  # an old metadata file an Iceberg commit deleted meanwhile
+                continue
             files += 1
-            size += (Path(root) / name).stat().st_size
     return files, size
 
 
@@ -317,8 +320,14 @@ def run_soak(args: argparse.Namespace) -> Path:
         while time.monotonic() < deadline and not stop.is_set():
             if stream.poll() is not None:
                 raise RuntimeError(f"the ingestion exited:\n{measure.tail(work / 'logs' / 'stream.log')}")
-            previous = soak.sample(catalog, previous)
-            soak.samples.append(previous)
+            try:
+                point = soak.sample(catalog, previous)
+            except FileNotFoundError as exc:  # a metadata file replaced between listing and reading
+                log.warning("sample skipped: %s", exc)
+                stop.wait(1)
+                continue
+            soak.samples.append(point)
+            previous = point
             log.info(
                 "%5.0f s  batch %5d  raw data files %5d  snapshots %5d  metadata %6.1f MiB  rows %d",
                 previous["at_s"],
