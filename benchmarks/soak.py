@@ -62,6 +62,17 @@ def committed_batches(checkpoint: Path) -> int:
     return max(ids) + 1 if ids else 0
 
 
+def next_job(batches: int, due: dict[str, int | None], last: str | None) -> str | None:
+    """Which job to run now: one whose batch is reached (``due``: job -> batch, None = never); when both
+    are, the one that did not run last, so that a build slower than its interval cannot starve
+    maintenance. Each job's next batch counts from when it ended."""
+    ready = [job for job, at in due.items() if at is not None and batches >= at]
+    if not ready:
+        return None
+    others = [job for job in ready if job != last]
+    return (others or ready)[0]
+
+
 def folder_stats(path: Path) -> tuple[int, int]:
     """(files, bytes) under ``path``, recursively, less Hadoop's ``.crc`` checksum files; (0, 0) when it
     does not exist."""
@@ -188,19 +199,23 @@ class Soak:
 
     def jobs(self, stop: threading.Event, errors: list[BaseException]) -> None:
         """The job thread: builds (then the CLI) and maintenance on their batch schedules, never together."""
-        next_build, next_maintain = self.build_every, self.maintain_every
+        due = {"build": self.build_every, "maintain": self.maintain_every if self.maintain else None}
+        last: str | None = None
         try:
             while not stop.is_set():
-                batches = committed_batches(self.checkpoint)
-                if batches >= next_build:
-                    self.builds.append(self.run_job("build"))
-                    self.cli.append(self.time_cli())
-                    next_build = batches + self.build_every
-                elif self.maintain and batches >= next_maintain:
-                    self.maintenance.append(self.run_job("maintain"))
-                    next_maintain = batches + self.maintain_every
-                else:
+                job = next_job(committed_batches(self.checkpoint), due, last)
+                if job is None:
                     stop.wait(2)
+                    continue
+                done = self.run_job(job)
+                if job == "build":
+                    self.builds.append(done)
+                    self.cli.append(self.time_cli())
+                    due["build"] = committed_batches(self.checkpoint) + self.build_every
+                else:
+                    self.maintenance.append(done)
+                    due["maintain"] = committed_batches(self.checkpoint) + self.maintain_every
+                last = job
         except BaseException as exc:  # reported by the main thread, which stops the run
             errors.append(exc)
             stop.set()

@@ -77,3 +77,12 @@ def test_folder_stats_leave_out_hadoop_checksums(tmp_path: Path) -> None:
     (tmp_path / "v1.metadata.json").write_bytes(b"{}")
     assert soak.folder_stats(tmp_path) == (2, 12)
     assert soak.folder_stats(tmp_path / "missing") == (0, 0)
+
+
+def test_a_slow_build_does_not_starve_maintenance() -> None:
+    due: dict[str, int | None] = {"build": 70, "maintain": 35}
+    assert soak.next_job(30, due, None) is None
+    assert soak.next_job(40, due, None) == "maintain"
+    assert soak.next_job(95, due, "build") == "maintain"  # the build ran long: both due, maintenance next
+    assert soak.next_job(95, due, "maintain") == "build"
+    assert soak.next_job(95, {"build": 70, "maintain": None}, "build") == "build"  # without maintenance
