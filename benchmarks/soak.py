@@ -42,7 +42,7 @@ from benchmarks.tier import Lake
 from benchmarks.workload import TIERS, Workload
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 from lineage.io.publish import producer_config
-from lineage.settings import load_settings
+from lineage.settings import Settings, load_settings
 
 log = logging.getLogger("benchmarks.soak")
 
@@ -220,8 +220,7 @@ class Soak:
             errors.append(exc)
             stop.set()
 
-    def sample(self, catalog: Any, previous: dict[str, Any] | None) -> dict[str, Any]:
-        settings = load_settings(**self.overrides)
+    def sample(self, catalog: Any, settings: Settings, previous: dict[str, Any] | None) -> dict[str, Any]:
         raw = table_sample(catalog.load_table(f"{settings.catalog.raw_namespace}.events"))
         lineage_files = 0
         namespace = settings.catalog.lineage_namespace
@@ -302,6 +301,7 @@ def run_soak(args: argparse.Namespace) -> Path:
     stop = threading.Event()
     errors: list[BaseException] = []
     stream = None
+    stream_log = None
     broker.start()
     try:
         create_topic(broker.bootstrap_servers, TOPIC, PARTITIONS, MAX_MESSAGE_BYTES)
@@ -329,14 +329,15 @@ def run_soak(args: argparse.Namespace) -> Path:
         soak.started = time.time()
         jobs = threading.Thread(target=soak.jobs, args=(stop, errors), daemon=True)
         jobs.start()
-        catalog = open_catalog(load_settings(**overrides).catalog)
+        settings = load_settings(**overrides)
+        catalog = open_catalog(settings.catalog)
         previous = None
         deadline = time.monotonic() + args.minutes * 60
         while time.monotonic() < deadline and not stop.is_set():
             if stream.poll() is not None:
                 raise RuntimeError(f"the ingestion exited:\n{measure.tail(work / 'logs' / 'stream.log')}")
             try:
-                point = soak.sample(catalog, previous)
+                point = soak.sample(catalog, settings, previous)
             except FileNotFoundError as exc:  # a metadata file replaced between listing and reading
                 log.warning("sample skipped: %s", exc)
                 stop.wait(1)
@@ -358,11 +359,14 @@ def run_soak(args: argparse.Namespace) -> Path:
         producer.join(timeout=60)
         if errors:
             raise RuntimeError(f"a soak job failed: {errors[0]}") from errors[0]
-        soak.samples.append(soak.sample(catalog, previous))  # after the last job: what it left behind
+        # After the last job: what it left behind.
+        soak.samples.append(soak.sample(catalog, settings, previous))
     finally:
         stop.set()
         if stream is not None:
             measure.stop_tree(stream, timeout_s=60)
+        if stream_log is not None:
+            stream_log.close()
         broker.stop()
     results = {
         "label": args.label,

@@ -54,6 +54,26 @@ _VALUE = "[^ \\t\\r\\n\"'\\\\&;,#<>]"
 _WS = "[ \\t]*"
 # JSON's '=' and '&' as some serializers (Gson) escape them.
 _EQ = "(?:=|\\\\u003[dD])"
+# The triggers (:class:`Rule`) are searched in the lower-cased text and each starts with a literal:
+# regular-expression engines jump to a leading literal, while an alternation at the front is tried at
+# every position (that cost several times the rest of the ingestion). Lowering maps at most one character
+# to two (U+0130), so a span of n characters in the text is at most 2n in the lowered text.
+# The literals every secret word holds (SECRET_WORDS: "pass" for password/passwd/passphrase, "key" for
+# every *key).
+_WORD_LITERALS = ("pass", "pwd", "secret", "token", "jaas", "credential", "key", "signature")
+# After a word's literal (up to six more letters of the word: "pass" of "passphrase"), what each word rule
+# needs: a JSON key with a string value or followed by a "value" member (json_property, json_name_value:
+# up to 200 characters to the key's end, 412 lowered), or a name then = or : (key_value: up to 100 more
+# name characters, ASCII, which lowering keeps).
+_WORD_TRIGGERS = tuple(
+    w + '(?:[^"\\\\]{0,420}"[ \\t]*[:,]|[a-z0-9_.-]{0,110}[ \\t]*(?:=|\\\\u003d|:))' for w in _WORD_LITERALS
+)
+# Tokens recognisable by their form: GitHub, GitLab, Slack, Google API, Stripe live keys, JWTs.
+_TOKENS = (
+    "(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
+    "|xox[abpors]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{16,}"
+    "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,})"
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,9 @@ class Rule:
     name: str
     pattern: str
     example: str  # a string the rule redacts (checked by the unit tests)
+    # Cheap patterns searched in the lower-cased text, each led by a literal the rule needs; every match
+    # of ``pattern`` holds a match of one of them, so a text none of them finds is not searched in full.
+    triggers: tuple[str, ...] = ()
 
 
 def _rules(allow: str) -> tuple[Rule, ...]:
@@ -75,6 +98,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + f"(?!{re.escape(MARKER)}-----END)"
             + '(?:[^"-]|-(?!----END))+',
             "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow\\n-----END RSA PRIVATE KEY-----",
+            ("private key-----",),
         ),
         Rule(
             "uri_userinfo",
@@ -84,6 +108,8 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '[^@/?# \\t\\r\\n"\\\\]{1,500}(?=@)',
             "postgres://user:pw@host:5432",
+            # user and password: at most 701 characters, 1,402 lowered.
+            ('://[^/?#@ \\t\\r\\n"\\\\]{0,1500}@',),
         ),
         Rule(
             "jdbc_oracle_userinfo",
@@ -92,6 +118,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '[^@ \\t\\r\\n"\\\\]{1,500}(?=@)',
             "jdbc:oracle:thin:scott/tiger@db:1521/orcl",
+            ("jdbc:oracle:",),
         ),
         Rule(
             "json_property",
@@ -109,6 +136,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '(?:[^"\\\\]|\\\\.)+(?=")',
             '{"spark.hadoop.fs.s3a.secret.key": "abc"}',
+            _WORD_TRIGGERS,
         ),
         Rule(
             "json_name_value",
@@ -133,6 +161,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '(?:[^"\\\\]|\\\\.)+(?=")',
             '{"name": "db.password", "value": "pw"}',
+            _WORD_TRIGGERS,
         ),
         Rule(
             "authorization_header",
@@ -149,12 +178,14 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + _VALUE
             + "+",
             "Authorization: Bearer eyJhbGciOi",
+            ("authorization",),
         ),
         Rule(
             "bearer_token",
             # A bearer token anywhere in free text (error messages, logs).
             "((?<![A-Za-z0-9_])(?i:bearer)[ \\t]{1,10})" + allow + "[A-Za-z0-9._~+/-]{8,}=*",
             "request failed: Bearer abcdef123456",
+            ("bearer[ \\t]",),
         ),
         Rule(
             "key_value",
@@ -180,27 +211,33 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + _VALUE
             + "+",
             "jdbc:mysql://db/x?user=u&password=pw",
+            _WORD_TRIGGERS,
         ),
         Rule(
             "user_parameter",
             # user=/username= as a URL or JDBC parameter (the brief's "JDBC URL password=/user= params").
             "((?:[?&;]|\\\\u0026)(?i:user|username|user_name|uid)" + _EQ + ")" + allow + _VALUE + "+",
             "jdbc:sqlserver://db;user=sa;password=pw",
+            ("user(?:name|_name)?(?:=|\\\\u003d)", "uid(?:=|\\\\u003d)"),
         ),
         Rule(
             "aws_access_key_id",
             "((?<![A-Z0-9]))" + allow + "(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?![A-Z0-9])",
             "AKIAIOSFODNN7EXAMPLE",
+            ("a(?:kia|sia|gpa|ida|roa|ipa|npa|nva)[a-z0-9]{16}",),
         ),
         Rule(
             "well_known_token",
-            # GitHub, GitLab, Slack, Google API, Stripe live keys, JWTs.
-            "((?<![A-Za-z0-9_-]))"
-            + allow
-            + "(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
-            "|xox[abpors]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{16,}"
-            "|eyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,})",
+            "((?<![A-Za-z0-9_-]))" + allow + _TOKENS,
             "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
+            (
+                "gh(?:[pousr]_[a-z0-9]{30,}|ithub_pat_[a-z0-9_]{30,})",
+                "glpat-[a-z0-9_-]{20,}",
+                "xox[abpors]-[a-z0-9-]{10,}",
+                "aiza[0-9a-z_-]{35}",
+                "k_live_[0-9a-z]{16,}",
+                "eyj[a-z0-9_-]{8,}\\.eyj",
+            ),
         ),
     )
 
@@ -220,13 +257,18 @@ class Redactor:
 
     pattern: str
     groups: int
-    # A cheap pattern every text with a secret matches (a superset of ``pattern``'s matches: the literal
-    # each rule needs). Java and Python try every alternative of ``pattern`` at every position, which costs
-    # about ten times the rest of the ingestion; a text without any of these literals is left as it is.
-    trigger: str = ""
+    # Searched in the lower-cased text (each rule's triggers), and in the text as it is (the extra
+    # patterns): a text none of them finds holds no secret and is not searched with ``pattern``.
+    triggers: tuple[str, ...] = ()
+    extra_triggers: tuple[str, ...] = ()
 
     def might_hold_secrets(self, text: str) -> bool:
-        return not self.trigger or _compiled(self.trigger).search(text) is not None
+        if not self.triggers and not self.extra_triggers:
+            return True
+        lowered = text.lower()
+        return any(_compiled(t).search(lowered) for t in self.triggers) or any(
+            _compiled(t).search(text) for t in self.extra_triggers
+        )
 
     def replacement_java(self) -> str:
         """The replacement for Spark's ``regexp_replace``: every kept prefix (only one matched) + marker."""
@@ -289,7 +331,8 @@ def build_redactor(
     refused = [re.escape(MARKER), *[f"(?:{p})" for p in allow_values]]
     allow = f"(?!(?:{'|'.join(refused)}){ends})"
     name_allow = f'(?!(?:{"|".join(f"(?:{p})" for p in allow_keys)})["=: \\t])' if allow_keys else ""
-    parts = [r.pattern.replace(_NAME_ALLOW, name_allow) for r in _rules(allow)]
+    rules = _rules(allow)
+    parts = [r.pattern.replace(_NAME_ALLOW, name_allow) for r in rules]
     for p in extra_patterns:
         compiled = _check_pattern(p, "redact.extra_patterns entry")
         if compiled.groups > 1:
@@ -297,22 +340,19 @@ def build_redactor(
         parts.append(p if compiled.groups else f"(){allow}(?:{p})")
     pattern = "|".join(f"(?:{p})" for p in parts)
     groups = _check_pattern(pattern, "the combined redaction pattern").groups
-    # The literals the built-in rules need (see each rule), then the extra patterns themselves.
-    literals = (
-        "pass|pwd|secret|token|jaas|credential|key|signature|authorization|bearer|user|uid|jdbc:oracle"
-        "|akia|asia|agpa|aida|aroa|aipa|anpa|anva|gh[pousr]_|github_pat_|glpat-|xox|aiza|k_live_|eyj"
-    )
-    trigger = "|".join(
-        [f"(?i:{literals})", '://[^/?#@ \\t\\r\\n"\\\\]*@', *[f"(?:{p})" for p in extra_patterns]]
-    )
-    _check_pattern(trigger, "the redaction trigger")
-    return Redactor(pattern, groups, trigger)
+    triggers = tuple(dict.fromkeys(t for r in rules for t in r.triggers))
+    for t in triggers:
+        _check_pattern(t, "a redaction trigger")
+    extra_triggers = tuple(f"(?:{p})" for p in extra_patterns)
+    return Redactor(pattern, groups, triggers, extra_triggers)
 
 
 def builtin_rules() -> tuple[Rule, ...]:
     """The built-in rules as compiled in the default :class:`Redactor` (for tests and docs)."""
     default = f"(?!{re.escape(MARKER)}(?![^ \\t\\r\\n\"'\\\\&;,@#]))"
-    return tuple(Rule(r.name, r.pattern.replace(_NAME_ALLOW, ""), r.example) for r in _rules(default))
+    return tuple(
+        Rule(r.name, r.pattern.replace(_NAME_ALLOW, ""), r.example, r.triggers) for r in _rules(default)
+    )
 
 
 DEFAULT = build_redactor()

@@ -316,12 +316,8 @@ async def graph(request: web.Request) -> web.Response:
     """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
     node = _required(request, "node")
     depth = _int(request, "depth", cli.DEFAULT_DEPTH)
-    fmt = request.query.get("format", "html")
-    direction = request.query.get("direction", BOTH)
-    if fmt not in cli.FORMATS:
-        raise errors.ApiError(400, BAD_PARAMETER, f"format must be one of {', '.join(cli.FORMATS)}")
-    if direction not in (UPSTREAM, DOWNSTREAM, BOTH):
-        raise errors.ApiError(400, BAD_PARAMETER, "direction must be upstream, downstream or both")
+    fmt = _choice(request, "format", tuple(cli.FORMATS))
+    direction = _choice(request, "direction", (BOTH, UPSTREAM, DOWNSTREAM))
     columns = _bool(request, "columns", fmt == "html")
     options = _walk_options(request)
 

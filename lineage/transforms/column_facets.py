@@ -122,13 +122,20 @@ def _facet_entries(v: Column, inputs_key: str, dataset_key: str, *, typed: bool)
     )
 
 
+def lineage_entries(lineage: Column) -> Column:
+    """Every input entry of a ``lineage`` facet, or of a DATASET entry of the job-level one (same shape), as
+    ``array<ENTRY_TYPE>``: empty when it has none or is null."""
+    empty = F.array().cast(f"array<{ENTRY_TYPE}>")
+    return F.coalesce(_facet_entries(lineage, "$.inputs", "$.inputs", typed=True), empty)
+
+
 def column_entries(column_lineage: Column, lineage: Column) -> Column:
     """Every input entry of a dataset's two column-lineage facets (VARIANTs, either may be null), as
     ``array<ENTRY_TYPE>``; null when the dataset carries neither facet."""
     empty = F.array().cast(f"array<{ENTRY_TYPE}>")
     entries = F.concat(
         F.coalesce(_facet_entries(column_lineage, "$.inputFields", "$.dataset", typed=False), empty),
-        F.coalesce(_facet_entries(lineage, "$.inputs", "$.inputs", typed=True), empty),
+        lineage_entries(lineage),
     )
     return F.when(column_lineage.isNotNull() | lineage.isNotNull(), entries)
 

@@ -13,6 +13,8 @@ into column expressions. ``tests/unit/test_validation_parity.py`` checks both gi
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 
 from pyspark.sql import Column, DataFrame
@@ -164,9 +166,12 @@ def _redacted(binary: Column, redactor: redact.Redactor) -> Column:
     bytes cannot be matched as text and stay as they are (null stays null)."""
     text = binary.cast("string")
     replaced = F.regexp_replace(text, F.lit(redactor.pattern), F.lit(redactor.replacement_java()))
-    # The full pattern only where the cheap trigger finds a literal some rule needs (same as Python).
-    candidate = F.is_valid_utf8(text) & text.rlike(redactor.trigger)
-    return F.when(candidate, replaced.cast("binary")).otherwise(binary)
+    # The full pattern only where a trigger finds what some rule needs (as Redactor.might_hold_secrets):
+    # each trigger searched on its own, so that the engine can jump to its leading literal.
+    lowered = F.lower(text)
+    found = [lowered.rlike(t) for t in redactor.triggers] + [text.rlike(t) for t in redactor.extra_triggers]
+    candidate = functools.reduce(operator.or_, found) if found else F.lit(True)
+    return F.when(F.is_valid_utf8(text) & candidate, replaced.cast("binary")).otherwise(binary)
 
 
 def _markers(binary: Column) -> Column:

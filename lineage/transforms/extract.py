@@ -17,7 +17,7 @@ from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lineage.transforms.column_facets import ENTRY_TYPE, column_entries, facet_digest
+from lineage.transforms.column_facets import ENTRY_TYPE, column_entries, facet_digest, lineage_entries
 from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
     DATASET_EVENT,
@@ -184,7 +184,7 @@ def _job_lineage_mentions(v: Column) -> Column:
         is_dataset = _typed(entry, "DATASET")
         inputs = F.filter(_entry_inputs(entry), lambda i: _typed(i, "DATASET"))
         read = F.transform(inputs, lambda i: _named_mention(i, "input"))
-        written = F.array(_named_mention(entry, "output", column_entries(F.lit(None).cast("variant"), entry)))
+        written = F.array(_named_mention(entry, "output", F.when(entry.isNotNull(), lineage_entries(entry))))
         return (
             F.when(is_dataset, F.concat(written, read))
             .when(_typed(entry, "JOB") & _own_job(entry), read)

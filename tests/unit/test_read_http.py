@@ -100,6 +100,8 @@ def test_walks_take_the_clis_via_granularity_and_tag(tmp_path: Path) -> None:
             (f"{up}&via=rivers", {}),
             (f"{up}&tag==x", {}),
             ("/api/v2/graph?node=etl/load&format=json&via=dependencies&direction=upstream", {}),
+            ("/api/v2/graph?node=etl/load&format=svg", {}),
+            ("/api/v2/graph?node=etl/load&direction=sideways", {}),
         )
     )
     assert [status for status, _ in answers[:5]] == [200] * 5
@@ -122,3 +124,7 @@ def test_walks_take_the_clis_via_granularity_and_tag(tmp_path: Path) -> None:
     status, graph = answers[9]
     assert status == 200
     assert {n["id"] for n in graph["nodes"]} >= {"job:etl/load", "job:etl/extract"}
+    (bad_format, format_body), (bad_direction, direction_body) = answers[10:12]
+    assert (bad_format, bad_direction) == (400, 400)
+    assert "format must be one of html, dot, mermaid, json, got 'svg'" in format_body["error"]["message"]
+    assert "direction must be one of both, upstream, downstream" in direction_body["error"]["message"]

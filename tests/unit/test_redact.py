@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -65,6 +66,11 @@ SECRETS: list[tuple[str, list[str]]] = [
         ["eyJ"],
     ),
     ('{"u": "jdbc:mysql://db/x?user\\u003dapp\\u0026password\\u003descaped-pw"}', ["escaped-pw"]),
+    # At the rules' length limits: a name of 100 characters that starts with a secret word; a key of 200
+    # characters that ends in 190 after its word, each of which lower-cases to two (U+0130).
+    ('{"x": "PASSPHRASE_' + "A" * 89 + '=long-name-pw"}', ["long-name-pw"]),
+    ('{"' + "\u0130" * 5 + "Token" + "\u0130" * 190 + '": "long-key-pw"}', ["long-key-pw"]),
+    ('{"conf": "SECRET_KEY : colon-pw", "URL": "Postgres://U:' + "P" * 400 + '@h"}', ["colon-pw", "P" * 400]),
 ]
 
 # Text that must come out unchanged.
@@ -104,6 +110,23 @@ def test_every_rule_has_an_example_it_redacts() -> None:
     for rule in builtin_rules():
         out, count = redact_text(rule.example)
         assert count >= 1 and MARKER in out, rule.name
+
+
+def test_every_match_of_a_rule_is_found_by_one_of_its_triggers() -> None:
+    """The triggers decide which texts are searched at all: each must find every match of its rule (in
+    the lower-cased text, up to the character after the match: a look-ahead may need it)."""
+    texts = [t for t, _ in SECRETS] + CLEAN + [r.example for r in builtin_rules()]
+    for rule in builtin_rules():
+        pattern = re.compile(rule.pattern)
+        triggers = [re.compile(t) for t in rule.triggers]
+        assert triggers, rule.name
+        found = 0
+        for text in texts:
+            for match in pattern.finditer(text):
+                found += 1
+                span = text[match.start() : match.end() + 1].lower()
+                assert any(t.search(span) for t in triggers), (rule.name, match.group(0))
+        assert found, rule.name
 
 
 def test_uri_keeps_user_and_host_but_not_the_password() -> None:
