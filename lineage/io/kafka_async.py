@@ -35,12 +35,38 @@ class Delivered:
     offset: int
 
 
-class DeliveryFailed(Exception):
-    """Kafka did not acknowledge a message; ``code`` is librdkafka's error name (e.g. ``_MSG_TIMED_OUT``)."""
+# Delivery-report errors after which the message is certainly not in the topic: the broker refused it, or
+# librdkafka never sent it. Any other failure reported for a message handed to librdkafka may come after
+# the broker wrote it and the acknowledgement was lost (librdkafka's "possibly persisted": a timeout while
+# the request was in flight, a connection dropped before the answer), and librdkafka does not tell which.
+NOT_PERSISTED = frozenset(
+    KafkaError(code).name()
+    for code in (
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError.INVALID_MSG,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError._PURGE_QUEUE,
+    )
+)
 
-    def __init__(self, code: str, message: str) -> None:
+
+class DeliveryFailed(Exception):
+    """Kafka did not acknowledge a message; ``code`` is librdkafka's error name (e.g. ``_MSG_TIMED_OUT``).
+
+    ``possibly_persisted``: the message may be in the topic all the same (see :data:`NOT_PERSISTED`).
+    """
+
+    def __init__(self, code: str, message: str, *, possibly_persisted: bool = False) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
+        self.possibly_persisted = possibly_persisted
 
 
 class Deliveries:
@@ -168,7 +194,8 @@ class AsyncProducer:
             self.brokers_down = False
             result: Delivered | DeliveryFailed = Delivered(message.partition() or 0, message.offset() or 0)
         else:
-            result = DeliveryFailed(error.name(), error.str())
+            name = error.name()
+            result = DeliveryFailed(name, error.str(), possibly_persisted=name not in NOT_PERSISTED)
         if deliveries.report(index, result):
             self._completed.append(deliveries)
 
@@ -219,7 +246,8 @@ def _resolve(completed: list[Deliveries]) -> None:
 
 
 def _failure(error: object) -> DeliveryFailed:
-    """A DeliveryFailed from what produce/produce_batch raised or put in a message's ``_error``."""
+    """A DeliveryFailed from what produce/produce_batch raised or put in a message's ``_error``: the
+    message was refused before it was queued, so it is certainly not in the topic."""
     if isinstance(error, BufferError):
         return DeliveryFailed("_QUEUE_FULL", str(error))
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):

@@ -23,8 +23,11 @@ def hash_key(key: str) -> str:
 
 
 def new_key() -> str:
-    """A random key: 32 bytes, URL-safe base64."""
-    return secrets.token_urlsafe(32)
+    """A random key: 32 bytes, URL-safe base64, never starting with ``-`` (one in 64 would, and a
+    command line would take it for an option)."""
+    while (key := secrets.token_urlsafe(32)).startswith("-"):
+        pass
+    return key
 
 
 def read_hash_file(path: Path) -> list[str]:

@@ -48,28 +48,40 @@ BATCH_PATH = "/api/v1/lineage/batch"
 INLINE_VALIDATION_BYTES = 256 * 1024
 # librdkafka fails a message after message.timeout.ms; this is only a safety net on top of it.
 DELIVERY_GRACE_S = 5.0
+MAYBE_WRITTEN = (
+    "it may have been written all the same: sending it again is safe, the build keeps one copy of "
+    "identical events"
+)
 # A message is the event plus its key and record overhead: the producer's limit leaves room for them.
 PRODUCER_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one event: 200 accepted, 400 invalid (stored as evidence), 413/503 not stored."""
+    """What happened to one event: 200 accepted, 400 invalid (stored as evidence), 413/503 not acknowledged
+    (``unconfirmed``: Kafka may have written it all the same, the acknowledgement did not come back)."""
 
     status: int
     code: str | None = None
     message: str | None = None
     delivered: Delivered | None = None
+    unconfirmed: bool = False
 
     @property
     def stored(self) -> bool:
         return self.delivered is not None
+
+    @property
+    def stored_answer(self) -> bool | None:
+        """The answer's ``stored``: true, false, or null when nobody can tell."""
+        return None if self.unconfirmed and not self.stored else self.stored
 
     def result(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
         if self.code is not None:
             out["code"] = self.code
             out["message"] = self.message
+            out["stored"] = self.stored_answer
         if self.delivered is not None:
             out["partition"] = self.delivered.partition
             out["offset"] = self.delivered.offset
@@ -144,12 +156,25 @@ class Intake:
 
     def _outcome(self, verdict: Verdict, result: Delivered | DeliveryFailed | None, wait_s: float) -> Outcome:
         if result is None:
-            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event within {wait_s:g} s")
+            # Still in librdkafka's hands: it may yet be delivered.
+            return Outcome(
+                503,
+                KAFKA_UNAVAILABLE,
+                f"Kafka did not acknowledge the event within {wait_s:g} s; {MAYBE_WRITTEN}",
+                unconfirmed=True,
+            )
         if isinstance(result, DeliveryFailed):
             self.metrics.kafka_errors.labels(result.code).inc()
             if result.code == "MSG_SIZE_TOO_LARGE":
                 return Outcome(413, PAYLOAD_TOO_LARGE, "the event is larger than the Kafka topic accepts")
-            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not acknowledge the event ({result.code})")
+            if result.possibly_persisted:
+                return Outcome(
+                    503,
+                    KAFKA_UNAVAILABLE,
+                    f"Kafka did not acknowledge the event ({result.code}); {MAYBE_WRITTEN}",
+                    unconfirmed=True,
+                )
+            return Outcome(503, KAFKA_UNAVAILABLE, f"Kafka did not store the event ({result.code})")
         if verdict.valid:
             return Outcome(200, delivered=result)
         return Outcome(400, verdict.reason, verdict.detail, result)
@@ -194,7 +219,7 @@ async def post_event(request: web.Request) -> web.Response:
             },
         )
     extra = {
-        "stored": outcome.stored,
+        "stored": outcome.stored_answer,
         **({"partition": d.partition, "offset": d.offset} if (d := outcome.delivered) else {}),
     }
     headers = intake.retry_after if outcome.status == 503 else None
@@ -240,7 +265,7 @@ def batch_response(outcomes: list[Outcome], retry_after: dict[str, str]) -> web.
         payload.update(
             error_payload(
                 BATCH_INCOMPLETE,
-                f"{len(outcomes) - stored} of {len(outcomes)} events were not stored; results say which",
+                f"{len(outcomes) - stored} of {len(outcomes)} were not acknowledged; results say which",
             )
         )
     elif accepted == len(outcomes):

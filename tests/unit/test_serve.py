@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import zlib
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lineage.io.kafka_async import Delivered
+from lineage.io.kafka_async import AsyncProducer, Delivered, Deliveries, DeliveryFailed
 from lineage.serve.app import ConfigurationError, check_exposure, is_loopback
 from lineage.serve.auth import ApiKeys, hash_key, new_key, read_hash_file
 from lineage.serve.body import _Gunzip
@@ -28,6 +29,13 @@ def test_a_key_is_accepted_only_as_a_bearer_token_of_a_configured_digest() -> No
     assert keys.allows(f"bearer {key}")
     for header in (None, "", "Bearer", f"Basic {key}", f"Bearer {key}x", f"Bearer{key}", "Bearer other2"):
         assert not keys.allows(header)
+
+
+def test_a_new_key_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn = iter(["-leading-dash", "--two", "fine-key"])
+    monkeypatch.setattr("lineage.serve.auth.secrets.token_urlsafe", lambda n: next(drawn))
+
+    assert new_key() == "fine-key"
 
 
 def test_without_keys_everything_is_allowed() -> None:
@@ -96,6 +104,24 @@ def test_gunzip_is_bounded_and_detects_truncation() -> None:
         _Gunzip(limit=10).feed(zlib.compress(b"deflate, not gzip"))
 
 
+def test_a_failed_delivery_says_whether_the_message_may_be_in_the_topic() -> None:
+    from confluent_kafka import KafkaError
+
+    loop = asyncio.new_event_loop()
+    try:
+        producer = AsyncProducer({"bootstrap.servers": "127.0.0.1:9"}, "events")
+        deliveries = Deliveries(2, loop.create_future())
+        producer._on_delivery(deliveries, 0, KafkaError(KafkaError._MSG_TIMED_OUT), None)  # type: ignore[arg-type]
+        producer._on_delivery(deliveries, 1, KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None)  # type: ignore[arg-type]
+    finally:
+        loop.close()
+
+    timed_out, refused = deliveries.results
+    assert isinstance(timed_out, DeliveryFailed) and isinstance(refused, DeliveryFailed)
+    assert (timed_out.code, timed_out.possibly_persisted) == ("_MSG_TIMED_OUT", True)
+    assert (refused.code, refused.possibly_persisted) == ("NOT_ENOUGH_REPLICAS", False)
+
+
 def _status(outcomes: list[Outcome]) -> tuple[int, dict[str, object]]:
     answer = batch_response(outcomes, {"Retry-After": "5"})
     assert answer.body is not None
@@ -105,7 +131,8 @@ def _status(outcomes: list[Outcome]) -> tuple[int, dict[str, object]]:
 def test_batch_answer_statuses() -> None:
     ok = Outcome(200, delivered=Delivered(0, 1))
     invalid = Outcome(400, "NOT_JSON", "message value is not valid JSON", Delivered(1, 2))
-    lost = Outcome(503, "KAFKA_UNAVAILABLE", "Kafka did not acknowledge the event (_MSG_TIMED_OUT)")
+    lost = Outcome(503, "KAFKA_UNAVAILABLE", "Kafka did not store the event (NOT_ENOUGH_REPLICAS)")
+    unsure = Outcome(503, "KAFKA_UNAVAILABLE", "(_MSG_TIMED_OUT) it may have been written", unconfirmed=True)
 
     assert _status([ok, ok])[0] == 200
     assert _status([])[0] == 200
@@ -115,19 +142,21 @@ def test_batch_answer_statuses() -> None:
         400,
         {"code": "BATCH_HAS_INVALID_EVENTS", "message": body["error"]["message"]},
     )  # type: ignore[index]
-    status, body = _status([ok, invalid, lost])
+    status, body = _status([ok, invalid, lost, unsure])
     assert status == 503
-    assert (body["accepted"], body["rejected"], body["failed"]) == (1, 1, 1)
+    assert (body["accepted"], body["rejected"], body["failed"]) == (1, 1, 2)
     assert body["results"] == [  # type: ignore[comparison-overlap]
         {"status": 200, "partition": 0, "offset": 1},
         {
             "status": 400,
             "code": "NOT_JSON",
             "message": "message value is not valid JSON",
+            "stored": True,
             "partition": 1,
             "offset": 2,
         },
-        {"status": 503, "code": "KAFKA_UNAVAILABLE", "message": lost.message},
+        {"status": 503, "code": "KAFKA_UNAVAILABLE", "message": lost.message, "stored": False},
+        {"status": 503, "code": "KAFKA_UNAVAILABLE", "message": unsure.message, "stored": None},
     ]
 
 
