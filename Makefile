@@ -12,7 +12,8 @@ POM := conf/maven/pom.xml
 MVN_LOCKED := flock $(CURDIR)/.jars.lock mvn
 MVN := $(MVN_LOCKED) -q -B -s conf/maven/settings.xml -f $(POM)
 # Extra prerequisites of `make test`, set by the mk/*.mk parts: UNIT_TEST_PREREQS before the unit tests
-# (graphviz), TEST_PREREQS (producer venvs, Flink, cluster jars, browser) installed while they run.
+# (graphviz), TEST_PREREQS (producer venvs, Flink, browser) installed while they run, and
+# CLUSTER_TEST_PREREQS (the scale-out stack's jars) when the selection can hold the cluster tests.
 UNIT_TEST_PREREQS :=
 TEST_PREREQS :=
 
@@ -108,7 +109,8 @@ test: ## Unit + integration tests with a real broker, Spark, Iceberg (not the cl
 	@# integration tests filled (one JVM for both ran out of heap on CI). What only the integration tests
 	@# need installs meanwhile (mostly downloads), its output shown once both are done.
 	@mkdir -p var; log=var/test-prereqs.log; \
-	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_PREREQS) >$$log 2>&1 & prereqs=$$!; \
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_PREREQS) \
+	  $(if $(findstring not cluster,$(TEST_SELECTION)),,$(CLUSTER_TEST_PREREQS)) >$$log 2>&1 & prereqs=$$!; \
 	trap 'kill $$prereqs 2>/dev/null' INT TERM; \
 	status=0; $(PY) -m pytest --durations=25 -m "$(TEST_SELECTION)" tests/unit || status=$$?; \
 	wait $$prereqs; ready=$$?; cat $$log; \

@@ -10,7 +10,9 @@ CLUSTER_JAR_STAMPS := $(foreach p,$(CLUSTER_PROFILES),$(CLUSTER_JARS)/$(p)/.fetc
 CLUSTER_CONFIG := conf/cluster.toml
 CLUSTER := LINEAGE_CONFIG=$(CLUSTER_CONFIG) $(PY) -m lineage.cluster
 
-TEST_PREREQS += cluster-setup
+# Only for a selection that can hold the cluster tests (make test-all, make cluster-test): make test leaves
+# them out, so it does not fetch the stack's jars.
+CLUSTER_TEST_PREREQS := cluster-setup
 
 .PHONY: cluster-setup cluster-start cluster-stop cluster-status cluster-demo cluster-test
 
