@@ -356,7 +356,14 @@ def create_topic(
     max_message_bytes: int,
     security: Mapping[str, str] | None = None,
 ) -> None:
-    """Create ``topic`` (replication 1, ``max.message.bytes`` raised) unless it already exists."""
+    """Create ``topic`` (replication 1, ``max.message.bytes`` raised) unless it already exists.
+
+    The topic stores messages uncompressed (``compression.type=uncompressed``): the broker then decompresses
+    what a producer compressed and checks the decompressed size against ``max.message.bytes``, so a message
+    that is small compressed but over the limit once decompressed is refused at produce time instead of
+    reaching the ingestion (the broker compares a compressed batch's own size otherwise). The price is disk:
+    the topic holds the JSON as it is.
+    """
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(security or {})})
@@ -366,7 +373,7 @@ def create_topic(
         topic,
         num_partitions=partitions,
         replication_factor=1,
-        config={"max.message.bytes": str(max_message_bytes)},
+        config={"max.message.bytes": str(max_message_bytes), "compression.type": "uncompressed"},
     )
     for future in admin.create_topics([new]).values():
         try:

@@ -365,3 +365,44 @@ def test_adversarial_inputs_of_issue_18_are_classified(
     assert [found[i] for i in range(len(cases))] == [reason for _, reason in cases]
     assert events.column("run_id").to_pylist() == [run_id]
     assert events.column("event_json").to_pylist() == [cases[-1][0].decode()]
+
+
+def test_a_message_over_the_limit_once_decompressed_is_refused_by_the_broker(
+    kafka_broker: LocalKafka, topic: str
+) -> None:
+    """A zstd-compressed message of a few kilobytes that decompresses to more than ``max_message_bytes``:
+    our topics store messages uncompressed, so the broker checks the decompressed size and refuses it; a
+    topic that keeps the producer's compression takes it (what the ingestion would otherwise have to hold)."""
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    limit = kafka_broker.max_message_bytes
+    bomb = json.dumps({"eventType": "START", "padding": "x" * (limit + 1024 * 1024)}).encode()
+    fits = json.dumps({"eventType": "START", "padding": "x" * (limit // 2)}).encode()
+    keeps_compression = f"{topic}.producer"
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    config = {"max.message.bytes": str(limit), "compression.type": "producer"}
+    for future in admin.create_topics([NewTopic(keeps_compression, 1, 1, config=config)]).values():
+        future.result(timeout=30)
+
+    def produce(name: str) -> list[str]:
+        # The client lets the message through (its own limit is raised): only the broker can refuse it.
+        producer = Producer(
+            {
+                "bootstrap.servers": kafka_broker.bootstrap_servers,
+                "compression.type": "zstd",
+                "message.max.bytes": str(4 * limit),
+                "acks": "all",
+            }
+        )
+        outcomes: list[str] = []
+        for value in (bomb, fits):
+            producer.produce(
+                name, value, callback=lambda e, _m: outcomes.append(e.name() if e else "stored")
+            )
+            producer.flush(60)
+        return outcomes
+
+    assert produce(topic) == [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE).name(), "stored"]
+    assert sorted(map(len, read_topic(kafka_broker, topic).values())) == [len(fits)]
+    assert produce(keeps_compression) == ["stored", "stored"]
