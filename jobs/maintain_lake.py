@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             t.retired_rows,
             t.orphan_files,
         )
+        if t.manifests_skipped:
+            out.warning("%s: manifest rewrite left to the next run (%s)", t.table, t.manifests_skipped)
     out.info("done: %d tables in %.1f s", len(result.tables), result.seconds)
     return 0
 

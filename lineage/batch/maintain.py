@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 RETIRED_TABLE = "retired_events"  # lineage namespace: one row per retention of raw.events
 _BUILD_STATE = "build_state"
+MANIFEST_ATTEMPTS = 3
+# What Iceberg raises when another commit made an operation's plan stale.
+_CONFLICTS = ("ValidationException", "CommitFailedException")
 _UNFINISHED_BUILDS = ("full-pending", "re-extract-pending")
 
 
@@ -53,6 +56,7 @@ class TableMaintenance:
     expired_files: int = 0  # data, delete and manifest files removed with the expired snapshots
     orphan_files: int = 0
     expire_older_than: datetime | None = None
+    manifests_skipped: str | None = None  # why the manifest rewrite was given up (another writer won)
 
 
 @dataclass
@@ -180,7 +184,28 @@ class _Maintenance:
         row = self.call("rewrite_data_files", f"table => '{name}', options => map({pairs})")[0].asDict()
         report.rewritten_files = int(row.get("rewritten_data_files_count") or 0)
         report.added_files = int(row.get("added_data_files_count") or 0)
-        report.rewritten_manifests = int(self.call("rewrite_manifests", f"table => '{name}'")[0][0] or 0)
+        self.rewrite_manifests(report, name)
+
+    def rewrite_manifests(self, report: TableMaintenance, name: str) -> None:
+        """``rewrite_manifests``, planned again when a concurrent commit made its plan stale. Seen with the
+        ingestion appending to ``raw.events`` meanwhile: "Deleted manifest ... could not be found in the
+        latest snapshot", a ValidationException that Iceberg does not retry. After the last attempt the
+        rewrite is left to the next run (the table stays correct, its manifests as they were), and the
+        report says why."""
+        reason = ""
+        for attempt in range(1, MANIFEST_ATTEMPTS + 1):
+            try:
+                report.rewritten_manifests = int(
+                    self.call("rewrite_manifests", f"table => '{name}'")[0][0] or 0
+                )
+                return
+            except Exception as exc:
+                conflict = next((c for c in _CONFLICTS if c in str(exc)), None)
+                if conflict is None:
+                    raise
+                reason = f"{conflict} on attempt {attempt} of {MANIFEST_ATTEMPTS}: another writer committed"
+                log.warning("manifest rewrite of %s: %s", name, reason)
+        report.manifests_skipped = reason
 
     def expire(self, report: TableMaintenance, table: str, keep_from: datetime | None) -> None:
         older_than = self.now - timedelta(hours=self.options.snapshot_max_age_hours)
