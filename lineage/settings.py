@@ -27,6 +27,10 @@ from lineage.events.redact import Redactor, build_redactor
 
 DEFAULT_CONFIG_FILE = Path("conf/lineage.toml")
 MIB = 1024 * 1024
+# A Kafka message is the event plus its key and the record batch's framing: limits on messages (the topics
+# we create, the local broker, our producers) leave this much room above kafka.max_message_bytes, so that an
+# event of that size fits even where the broker checks the uncompressed size.
+RECORD_HEADROOM_BYTES = MIB
 
 
 class _Section(BaseModel):

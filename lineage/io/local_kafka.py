@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage.settings import KafkaSecuritySettings, LocalKafkaSettings, load_settings
+from lineage.settings import RECORD_HEADROOM_BYTES, KafkaSecuritySettings, LocalKafkaSettings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class LocalKafka:
             "share.coordinator.state.topic.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
             # OpenLineage Spark events reach tens of MB: raise every size limit on the broker side.
-            "message.max.bytes": str(limit),
+            "message.max.bytes": str(limit + RECORD_HEADROOM_BYTES),
             "replica.fetch.max.bytes": str(limit),
             "socket.request.max.bytes": str(max(limit * 2, 104857600)),
             "auto.create.topics.enable": "true",
@@ -373,7 +373,10 @@ def create_topic(
         topic,
         num_partitions=partitions,
         replication_factor=1,
-        config={"max.message.bytes": str(max_message_bytes), "compression.type": "uncompressed"},
+        config={
+            "max.message.bytes": str(max_message_bytes + RECORD_HEADROOM_BYTES),
+            "compression.type": "uncompressed",
+        },
     )
     for future in admin.create_topics([new]).values():
         try:

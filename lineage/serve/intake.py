@@ -38,7 +38,7 @@ from lineage.serve.errors import (
     json_response,
 )
 from lineage.serve.metrics import Metrics
-from lineage.settings import Settings
+from lineage.settings import RECORD_HEADROOM_BYTES, Settings
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +52,6 @@ MAYBE_WRITTEN = (
     "it may have been written all the same: sending it again is safe, the build keeps one copy of "
     "identical events"
 )
-# A message is the event plus its key and record overhead: the producer's limit leaves room for them.
-PRODUCER_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +98,7 @@ class Intake:
         config = {
             **producer_config(
                 settings.kafka.bootstrap_servers,
-                self.limit + PRODUCER_HEADROOM_BYTES,
+                self.limit + RECORD_HEADROOM_BYTES,
                 settings.kafka.security.librdkafka(),
             ),
             # Java clients' partitioner (murmur2), so a key lands where Spark's and Flink's Kafka transports

@@ -25,7 +25,7 @@ from lineage.ingest.stream import FAULT_ENV, run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka
 from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
-from lineage.settings import MaintainSettings, Settings
+from lineage.settings import RECORD_HEADROOM_BYTES, MaintainSettings, Settings
 from tests.fixtures.lake import lake_settings
 
 pytestmark = pytest.mark.integration
@@ -399,7 +399,7 @@ def test_a_message_over_the_limit_once_decompressed_is_refused_by_the_broker(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     limit = kafka_broker.max_message_bytes
-    bomb = json.dumps({"eventType": "START", "padding": "x" * (limit + 1024 * 1024)}).encode()
+    bomb = json.dumps({"eventType": "START", "padding": "x" * (limit + 2 * RECORD_HEADROOM_BYTES)}).encode()
     fits = json.dumps({"eventType": "START", "padding": "x" * (limit // 2)}).encode()
     keeps_compression = f"{topic}.producer"
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
