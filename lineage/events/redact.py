@@ -65,9 +65,7 @@ _WORD_LITERALS = ("pass", "pwd", "secret", "token", "jaas", "credential", "key",
 # needs: a JSON key with a string value or followed by a "value" member (json_property, json_name_value:
 # up to 200 characters to the key's end, 412 lowered), or a name then = or : (key_value: up to 100 more
 # name characters, ASCII, which lowering keeps).
-_WORD_TRIGGERS = tuple(
-    w + '(?:[^"\\\\]{0,420}"[ \\t]*[:,]|[a-z0-9_.-]{0,110}[ \\t]*(?:=|\\\\u003d|:))' for w in _WORD_LITERALS
-)
+_WORD_TAIL = '(?:[^"\\\\]{0,420}"[ \\t]*[:,]|[a-z0-9_.-]{0,110}[ \\t]*(?:=|\\\\u003d|:))'
 # Tokens recognisable by their form: GitHub, GitLab, Slack, Google API, Stripe live keys, JWTs.
 _TOKENS = (
     "(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|glpat-[A-Za-z0-9_-]{20,}"
@@ -77,15 +75,48 @@ _TOKENS = (
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """A cheap search for what a rule needs, in the lower-cased text.
+
+    ``needs`` are groups of literals, and every match of ``pattern`` holds one literal of each group: a
+    text that lacks all the literals of a group is not searched with ``pattern`` at all. A byte search for
+    a literal is far cheaper than a regular-expression search (which in Spark decodes the text again), and
+    most texts hold none of the literals.
+    """
+
+    pattern: str
+    needs: tuple[tuple[str, ...], ...]
+
+    def finds(self, lowered: str) -> bool:
+        return all(any(lit in lowered for lit in group) for group in self.needs) and bool(
+            _compiled(self.pattern).search(lowered)
+        )
+
+
+def _led(literal: str, rest: str = "", *also: tuple[str, ...]) -> Trigger:
+    """A trigger led by ``literal`` (which its match holds), then ``rest``; ``also``: more needed groups."""
+    return Trigger(re.escape(literal) + rest, ((literal,), *also))
+
+
+def _spelled(*names: str) -> tuple[str, ...]:
+    """``name=`` for each name, with = as itself or as a JSON serializer may escape it (\\u003d)."""
+    return tuple(n + eq for n in names for eq in ("=", "\\u003d"))
+
+
+@dataclass(frozen=True)
 class Rule:
     """One kind of secret: ``pattern`` has one capturing group (kept) followed by the secret."""
 
     name: str
     pattern: str
     example: str  # a string the rule redacts (checked by the unit tests)
-    # Cheap patterns searched in the lower-cased text, each led by a literal the rule needs; every match
-    # of ``pattern`` holds a match of one of them, so a text none of them finds is not searched in full.
-    triggers: tuple[str, ...] = ()
+    # Every match of ``pattern`` is found by one of them (in the lower-cased text), so a text none of
+    # them finds is not searched in full.
+    triggers: tuple[Trigger, ...] = ()
+
+
+_WORD_TRIGGERS = tuple(_led(w, _WORD_TAIL) for w in _WORD_LITERALS)
+_AWS_PREFIXES = ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva")
 
 
 def _rules(allow: str) -> tuple[Rule, ...]:
@@ -98,7 +129,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + f"(?!{re.escape(MARKER)}-----END)"
             + '(?:[^"-]|-(?!----END))+',
             "-----BEGIN RSA PRIVATE KEY-----\\nMIIEow\\n-----END RSA PRIVATE KEY-----",
-            ("private key-----",),
+            (_led("private key-----"),),
         ),
         Rule(
             "uri_userinfo",
@@ -108,8 +139,8 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '[^@/?# \\t\\r\\n"\\\\]{1,500}(?=@)',
             "postgres://user:pw@host:5432",
-            # user and password: at most 701 characters, 1,402 lowered.
-            ('://[^/?#@ \\t\\r\\n"\\\\]{0,1500}@',),
+            # user and password: at most 701 characters, 1,402 lowered. "@" first: rarer than "://".
+            (Trigger('://[^/?#@ \\t\\r\\n"\\\\]{0,1500}@', (("@",), ("://",))),),
         ),
         Rule(
             "jdbc_oracle_userinfo",
@@ -118,7 +149,7 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + allow
             + '[^@ \\t\\r\\n"\\\\]{1,500}(?=@)',
             "jdbc:oracle:thin:scott/tiger@db:1521/orcl",
-            ("jdbc:oracle:",),
+            (_led("jdbc:oracle:"),),
         ),
         Rule(
             "json_property",
@@ -178,14 +209,14 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             + _VALUE
             + "+",
             "Authorization: Bearer eyJhbGciOi",
-            ("authorization",),
+            (_led("authorization"),),
         ),
         Rule(
             "bearer_token",
             # A bearer token anywhere in free text (error messages, logs).
             "((?<![A-Za-z0-9_])(?i:bearer)[ \\t]{1,10})" + allow + "[A-Za-z0-9._~+/-]{8,}=*",
             "request failed: Bearer abcdef123456",
-            ("bearer[ \\t]",),
+            (_led("bearer", "[ \\t]"),),
         ),
         Rule(
             "key_value",
@@ -218,25 +249,31 @@ def _rules(allow: str) -> tuple[Rule, ...]:
             # user=/username= as a URL or JDBC parameter (the brief's "JDBC URL password=/user= params").
             "((?:[?&;]|\\\\u0026)(?i:user|username|user_name|uid)" + _EQ + ")" + allow + _VALUE + "+",
             "jdbc:sqlserver://db;user=sa;password=pw",
-            ("user(?:name|_name)?(?:=|\\\\u003d)", "uid(?:=|\\\\u003d)"),
+            (
+                Trigger("user(?:name|_name)?(?:=|\\\\u003d)", (_spelled("user", "username", "user_name"),)),
+                Trigger("uid(?:=|\\\\u003d)", (_spelled("uid"),)),
+            ),
         ),
         Rule(
             "aws_access_key_id",
             "((?<![A-Z0-9]))" + allow + "(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}(?![A-Z0-9])",
             "AKIAIOSFODNN7EXAMPLE",
-            ("a(?:kia|sia|gpa|ida|roa|ipa|npa|nva)[a-z0-9]{16}",),
+            (Trigger("a(?:kia|sia|gpa|ida|roa|ipa|npa|nva)[a-z0-9]{16}", (_AWS_PREFIXES,)),),
         ),
         Rule(
             "well_known_token",
             "((?<![A-Za-z0-9_-]))" + allow + _TOKENS,
             "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB",
             (
-                "gh(?:[pousr]_[a-z0-9]{30,}|ithub_pat_[a-z0-9_]{30,})",
-                "glpat-[a-z0-9_-]{20,}",
-                "xox[abpors]-[a-z0-9-]{10,}",
-                "aiza[0-9a-z_-]{35}",
-                "k_live_[0-9a-z]{16,}",
-                "eyj[a-z0-9_-]{8,}\\.eyj",
+                Trigger(
+                    "gh(?:[pousr]_[a-z0-9]{30,}|ithub_pat_[a-z0-9_]{30,})",
+                    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),),
+                ),
+                _led("glpat-", "[a-z0-9_-]{20,}"),
+                _led("xox", "[abpors]-[a-z0-9-]{10,}"),
+                _led("aiza", "[0-9a-z_-]{35}"),
+                _led("k_live_", "[0-9a-z]{16,}"),
+                _led("eyj", "[a-z0-9_-]{8,}\\.eyj"),
             ),
         ),
     )
@@ -259,20 +296,30 @@ class Redactor:
     groups: int
     # Searched in the lower-cased text (each rule's triggers), and in the text as it is (the extra
     # patterns): a text none of them finds holds no secret and is not searched with ``pattern``.
-    triggers: tuple[str, ...] = ()
+    triggers: tuple[Trigger, ...] = ()
     extra_triggers: tuple[str, ...] = ()
 
     def might_hold_secrets(self, text: str) -> bool:
         if not self.triggers and not self.extra_triggers:
             return True
         lowered = text.lower()
-        return any(_compiled(t).search(lowered) for t in self.triggers) or any(
+        return any(t.finds(lowered) for t in self.triggers) or any(
             _compiled(t).search(text) for t in self.extra_triggers
         )
 
-    def replacement_java(self) -> str:
-        """The replacement for Spark's ``regexp_replace``: every kept prefix (only one matched) + marker."""
-        return "".join(f"${i}" for i in range(1, self.groups + 1)) + MARKER.replace("$", "\\$")
+    def literal_gate(self) -> str | None:
+        """A pattern for pyarrow's engine (RE2) that finds, ignoring case, a literal every trigger needs.
+
+        One pass over the text for all the literals, where searching them one by one costs a pass each.
+        A text it does not find holds no secret: every trigger needs one literal of its first group, and
+        RE2's case folding (on UTF-8 text) covers what lower-casing maps to these ASCII literals (the
+        Kelvin sign to ``k`` included). ``None`` when extra patterns are configured: they are regular
+        expressions of any form, with no literal to look for.
+        """
+        if self.extra_triggers or not self.triggers:
+            return None
+        literals = sorted({lit for t in self.triggers for lit in t.needs[0]})
+        return "(?i)(?:" + "|".join(_re2_literal(lit) for lit in literals) + ")"
 
     def redact(self, text: str) -> tuple[str, int]:
         """``text`` with every secret replaced by :data:`MARKER`, and how many were replaced."""
@@ -287,6 +334,11 @@ class Redactor:
             return "".join(g for g in match.groups() if g) + MARKER
 
         return compiled.sub(_replace, text), count
+
+
+def _re2_literal(literal: str) -> str:
+    """``literal`` as an RE2 pattern (RE2 takes a backslash before any punctuation, not before a space)."""
+    return "".join(f"\\{c}" if c in "\\.^$|?*+()[]{}" else c for c in literal)
 
 
 _CACHE: dict[str, re.Pattern[str]] = {}
@@ -342,7 +394,7 @@ def build_redactor(
     groups = _check_pattern(pattern, "the combined redaction pattern").groups
     triggers = tuple(dict.fromkeys(t for r in rules for t in r.triggers))
     for t in triggers:
-        _check_pattern(t, "a redaction trigger")
+        _check_pattern(t.pattern, "a redaction trigger")
     extra_triggers = tuple(f"(?:{p})" for p in extra_patterns)
     return Redactor(pattern, groups, triggers, extra_triggers)
 

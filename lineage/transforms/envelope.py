@@ -13,10 +13,11 @@ into column expressions. ``tests/unit/test_validation_parity.py`` checks both gi
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
+from collections.abc import Callable
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -161,24 +162,42 @@ def _head(text: Column) -> Column:
     return F.substring(text, 1, rules.DETAIL_VALUE_CHARS)
 
 
-def _redacted(binary: Column, redactor: redact.Redactor) -> Column:
-    """``binary`` with its secrets replaced (:mod:`lineage.events.redact`) when it is UTF-8 text; other
-    bytes cannot be matched as text and stay as they are (null stays null)."""
-    text = binary.cast("string")
-    replaced = F.regexp_replace(text, F.lit(redactor.pattern), F.lit(redactor.replacement_java()))
-    # The full pattern only where a trigger finds what some rule needs (as Redactor.might_hold_secrets):
-    # each trigger searched on its own, so that the engine can jump to its leading literal.
-    lowered = F.lower(text)
-    found = [lowered.rlike(t) for t in redactor.triggers] + [text.rlike(t) for t in redactor.extra_triggers]
-    candidate = functools.reduce(operator.or_, found) if found else F.lit(True)
-    return F.when(F.is_valid_utf8(text) & candidate, replaced.cast("binary")).otherwise(binary)
+def _redactor_udf(redactor: redact.Redactor) -> Callable[[Column], Column]:
+    """A column function: the bytes with their secrets replaced, or null where nothing was replaced.
+
+    Python redacts (:meth:`lineage.events.redact.Redactor.redact`, the rules the HTTP intake applies),
+    and only the messages in which pyarrow's one-pass search finds a literal some trigger needs. In Spark
+    each literal or trigger searched on its own costs a pass over the message (a regular expression also
+    decodes it into a Java string again, and Spark evaluates the lower-cased text once per search inside a
+    condition): twenty-odd passes cost more than the rest of the parse (docs/benchmark-tuning.md).
+    """
+    gate = redactor.literal_gate()
+
+    def redact_values(values: pa.Array) -> pa.Array:
+        if gate is None:
+            flagged = pc.is_valid(values)
+        else:
+            # UTF-8 text for RE2's Unicode case folding; bytes that are not UTF-8 are never redacted.
+            text = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
+            flagged = pc.match_substring_regex(values.cast(text, safe=False), gate)
+        out: list[bytes | None] = [None] * len(values)
+        for i in pc.indices_nonzero(pc.fill_null(flagged, False)).to_pylist():
+            replaced, count = redact.redact_bytes(values[i].as_py(), redactor)
+            if count:
+                out[i] = replaced
+        return pa.array(out, pa.binary())
+
+    # A scalar Arrow UDF, told by its type hints (pyspark's stubs still ask for the deprecated type).
+    udf = F.arrow_udf(redact_values, "binary")  # type: ignore[call-overload]
+    return lambda binary: F.coalesce(udf(binary), binary)
 
 
 def _markers(binary: Column) -> Column:
     """How many redaction markers the (UTF-8) bytes hold; 0 for null or other bytes."""
     text = binary.cast("string")
     marker = F.lit(re.escape(redact.MARKER))
-    return F.coalesce(F.when(F.is_valid_utf8(text), F.regexp_count(text, marker)), F.lit(0))
+    counted = F.when(text.contains(redact.MARKER) & F.is_valid_utf8(text), F.regexp_count(text, marker))
+    return F.coalesce(counted, F.lit(0))
 
 
 def redact_messages(messages: DataFrame, redactor: redact.Redactor | None) -> DataFrame:
@@ -191,9 +210,8 @@ def redact_messages(messages: DataFrame, redactor: redact.Redactor | None) -> Da
     messages = messages.withColumn("payload_bytes", F.coalesce(F.length("value"), F.lit(0)))
     if redactor is None:
         return messages.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
-    replaced = messages.withColumns(
-        {"value": _redacted(F.col("value"), redactor), "key": _redacted(F.col("key"), redactor)}
-    )
+    redacted = _redactor_udf(redactor)
+    replaced = messages.withColumns({"value": redacted(F.col("value")), "key": redacted(F.col("key"))})
     return replaced.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
 
 

@@ -7,10 +7,13 @@ import json
 import re
 from datetime import datetime
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 
 from lineage.events.redact import (
+    DEFAULT,
     MARKER,
     build_redactor,
     builtin_rules,
@@ -118,15 +121,33 @@ def test_every_match_of_a_rule_is_found_by_one_of_its_triggers() -> None:
     texts = [t for t, _ in SECRETS] + CLEAN + [r.example for r in builtin_rules()]
     for rule in builtin_rules():
         pattern = re.compile(rule.pattern)
-        triggers = [re.compile(t) for t in rule.triggers]
-        assert triggers, rule.name
+        assert rule.triggers, rule.name
         found = 0
         for text in texts:
             for match in pattern.finditer(text):
                 found += 1
                 span = text[match.start() : match.end() + 1].lower()
-                assert any(t.search(span) for t in triggers), (rule.name, match.group(0))
+                assert any(t.finds(span) for t in rule.triggers), (rule.name, match.group(0))
         assert found, rule.name
+
+
+def test_the_literal_gate_lets_through_every_text_a_trigger_finds() -> None:
+    """The ingestion searches pyarrow's one-pass literal gate first; it must never be narrower than the
+    triggers: every span a trigger finds (and each literal in any case, the Kelvin sign for k included)."""
+    gate = DEFAULT.literal_gate()
+    assert gate is not None
+    spans = []
+    for text in [t for t, _ in SECRETS] + [r.example for r in builtin_rules()]:
+        if DEFAULT.might_hold_secrets(text):
+            spans.append(text)
+    literals = {lit for t in DEFAULT.triggers for lit in t.needs[0]}
+    spans += [lit.upper() for lit in literals] + [lit.title() for lit in literals] + ["\u212aEY=x"]
+    assert DEFAULT.might_hold_secrets("\u212aEY=x")
+    found = pc.match_substring_regex(pa.array(spans, pa.string()), gate).to_pylist()
+    assert all(found), [s for s, f in zip(spans, found, strict=True) if not f]
+    clean = pc.match_substring_regex(pa.array(["kafka://broker:9092/orders", "s3://b/k"]), gate)
+    assert clean.to_pylist() == [False, False]
+    assert build_redactor(extra_patterns=["ACME-[0-9]+"]).literal_gate() is None
 
 
 def test_uri_keeps_user_and_host_but_not_the_password() -> None:
@@ -166,9 +187,11 @@ def test_bytes_that_are_not_utf8_are_returned_unchanged() -> None:
     assert redact_bytes(b"password=abc") == (f"password={MARKER}".encode(), 1)
 
 
-def test_spark_and_python_redact_identically(spark: SparkSession) -> None:
+@pytest.mark.parametrize("extra", [[], [r"ACME-[0-9]{6}"]], ids=["literal gate", "extra patterns, no gate"])
+def test_spark_and_python_redact_identically(spark: SparkSession, extra: list[str]) -> None:
     texts = [t for t, _ in SECRETS] + CLEAN + [f'{{"a": "{MARKER}"}}']
-    redactor = build_redactor(allow_keys=[r"kafka\.key\.serializer"], extra_patterns=[r"ACME-[0-9]{6}"])
+    redactor = build_redactor(allow_keys=[r"kafka\.key\.serializer"], extra_patterns=extra)
+    assert (redactor.literal_gate() is None) == bool(extra)
     texts.append('{"kafka.key.serializer": "x", "m": "ACME-000001"}')
     rows = [(b"key password=k", t.encode(), "t", 0, i, datetime(2026, 11, 20)) for i, t in enumerate(texts)]
     redacted = envelope.redact_messages(spark.createDataFrame(rows, KAFKA_SCHEMA), redactor)
@@ -183,6 +206,15 @@ def test_spark_and_python_redact_identically(spark: SparkSession) -> None:
         assert row["redactions"] == expected.count(MARKER) + 1
         assert row["payload_bytes"] == len(text.encode())
     assert not mismatches, "\n".join(mismatches)
+
+
+def test_spark_leaves_bytes_that_are_not_utf8_and_nulls_as_they_are(spark: SparkSession) -> None:
+    raw = b'\xff\xfe{"password": "pw"}'
+    rows = [(None, raw, "t", 0, 0, datetime(2026, 11, 20)), (b"k", None, "t", 0, 1, datetime(2026, 11, 20))]
+    out = envelope.redact_messages(spark.createDataFrame(rows, KAFKA_SCHEMA), DEFAULT).orderBy("offset")
+    first, second = out.collect()
+    assert (bytes(first["value"]), first["key"], first["redactions"]) == (raw, None, 0)
+    assert (second["value"], bytes(second["key"]), second["redactions"]) == (None, b"k", 0)
 
 
 @pytest.mark.parametrize(
