@@ -3,12 +3,13 @@
 Producers put credentials into events all the time (Spark properties, JDBC URLs, JAAS configurations,
 error messages, URIs with ``user:password@``). A lineage store that keeps them becomes the place an
 attacker reads them from, so every message is redacted before it is written anywhere: by the streaming
-ingestion (as one Spark ``regexp_replace``, :func:`lineage.transforms.envelope.parse_messages`) and by the
-HTTP intake before it produces to Kafka (plain Python, :func:`redact_text`). Both engines apply the same
-single regular expression built here (:func:`combined_pattern`), written in the syntax Java's
-``java.util.regex`` and Python's ``re`` share (no ``\\s``/``\\w``/``\\b``, whose Unicode meaning differs;
-scoped ``(?i:...)`` flags; fixed-width look-behinds only); ``tests/unit/test_redact.py`` checks both give
-identical text.
+ingestion (:func:`lineage.transforms.envelope.redact_messages`) and by the HTTP intake before it produces
+to Kafka (:func:`redact_text`). Both run this module's Python code: the ingestion in a Spark Arrow UDF,
+after pyarrow's one-pass search for the literals the rules need (:meth:`Redactor.literal_gate`) has
+picked the few messages that may hold a secret. The rules are one regular expression, still written in the
+syntax Java's ``java.util.regex`` and Python's ``re`` share (no ``\\s``/``\\w``/``\\b``, whose Unicode
+meaning differs; scoped ``(?i:...)`` flags; fixed-width look-behinds only), so that any engine of the
+platform can apply them.
 
 How a rule is written: exactly one capturing group, the *kept prefix*, then the secret itself; what
 follows the secret is a look-ahead. The match is replaced by the prefix and :data:`MARKER`. So

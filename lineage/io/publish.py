@@ -8,17 +8,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from openlineage.client import OpenLineageClient
 from openlineage.client.client import Event
 
+from lineage.settings import RECORD_HEADROOM_BYTES
+
 log = logging.getLogger(__name__)
 
 
 def producer_config(
     bootstrap_servers: str, max_message_bytes: int, security: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """librdkafka settings shared by both paths: size limit raised, every message acknowledged, and the
-    security properties of ``kafka.security`` (:meth:`KafkaSecuritySettings.librdkafka`)."""
+    """librdkafka settings shared by every producer of ours: size limit raised, every message acknowledged,
+    and the security properties of ``kafka.security`` (:meth:`KafkaSecuritySettings.librdkafka`).
+
+    ``max_message_bytes`` is the largest event; the request may be larger by the key and the record's
+    framing, the headroom our topics and the local broker allow too (:data:`RECORD_HEADROOM_BYTES`), so an
+    event exactly at the limit is sent (the intake's ``test_body_at_the_limit_is_accepted``)."""
     return {
         "bootstrap.servers": bootstrap_servers,
-        "message.max.bytes": str(max_message_bytes),
+        "message.max.bytes": str(max_message_bytes + RECORD_HEADROOM_BYTES),
         "acks": "all",
         "enable.idempotence": "true",
         "compression.type": "zstd",

@@ -38,7 +38,7 @@ from lineage.serve.errors import (
     json_response,
 )
 from lineage.serve.metrics import Metrics
-from lineage.settings import RECORD_HEADROOM_BYTES, Settings
+from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +97,7 @@ class Intake:
         self.retry_after = {"Retry-After": str(serve.retry_after_seconds)}
         config = {
             **producer_config(
-                settings.kafka.bootstrap_servers,
-                self.limit + RECORD_HEADROOM_BYTES,
-                settings.kafka.security.librdkafka(),
+                settings.kafka.bootstrap_servers, self.limit, settings.kafka.security.librdkafka()
             ),
             # Java clients' partitioner (murmur2), so a key lands where Spark's and Flink's Kafka transports
             # put it; librdkafka's own default hashes keys differently.
