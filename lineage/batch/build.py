@@ -554,8 +554,34 @@ class _Build:
                 self.step_done(name)
             return
         self._put("column_edges", columns.column_edges(facets, aliases, alias_rules=self.rules), targets)
-        self._put("column_paths", self._column_paths(self.table("column_edges"), path_targets), path_targets)
+        if self._paths_hold(targets):
+            # New runs of known column lineage: the edges' times and run counts moved, no path did.
+            log.info("column paths: the edges into the changed targets give the paths already stored")
+            self.step_done("column_paths")
+        else:
+            paths = self._column_paths(self.table("column_edges"), path_targets)
+            self._put("column_paths", paths, path_targets)
         self._column_summary()
+
+    def _paths_hold(self, targets: DataFrame) -> bool:
+        """Whether ``column_paths`` is still what the column edges give, ``targets`` being the only targets
+        whose edges this build rewrote.
+
+        The paths depend on the edges only through each (target column, source column) pair's smallest job
+        name and whether any of its edges is DIRECT (:func:`columns.next_column_paths` extends a path by the
+        smallest job of a pair first), and that is exactly the 1-hop rows of ``column_paths``. So the stored
+        1-hop rows of the targets are compared with those the edges give now: not the edges before this
+        build's rewrite, which a killed earlier run of the same range may already have rewritten.
+        """
+        edges = self.table("column_edges").join(targets, "target_dataset_id", "left_semi")
+        now = columns.column_paths(edges, max_depth=1)
+        stored = (
+            self.table("column_paths")
+            .join(targets, "target_dataset_id", "left_semi")
+            .where(F.col("hops") == 1)
+            .select(*now.columns)
+        )
+        return now.exceptAll(stored).isEmpty() and stored.exceptAll(now).isEmpty()
 
     def all_dataset_tables(self) -> None:
         """Every dataset-level table recomputed from all mentions."""

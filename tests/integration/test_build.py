@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -24,7 +25,7 @@ from lineage.io.catalog import open_catalog
 from lineage.io.publish import publish_raw
 from lineage.settings import MaintainSettings, Settings
 from tests.unit.column_events import column_lineage, direct, input_field
-from tests.unit.model_events import at, dataset, run_event, run_id
+from tests.unit.model_events import at, dataset, iso, run_event, run_id
 
 pytestmark = pytest.mark.integration
 
@@ -363,6 +364,39 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     assert_same_tables(incremental, frozen(spark, own_lake))
 
 
+def test_new_runs_of_known_column_lineage_leave_the_paths_as_they_are(
+    spark: SparkSession, own_lake: Settings
+) -> None:
+    """The same jobs run again with the same column-lineage facets: the edges' run counts and times move,
+    no path does, so the build commits nothing to ``column_paths`` and still equals a full refresh."""
+    first, second = _merge_scenario()
+    send(own_lake, [json.dumps(e).encode() for e in first + second])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    assert build_lineage(spark, own_lake, now=NOW).mode == "full"
+    catalog = open_catalog(own_lake.catalog)
+    paths_before = catalog.load_table("lineage.column_paths").current_snapshot()
+    with_columns = [e for e in first + second if "columnLineage" in json.dumps(e)]
+    assert len(with_columns) == 3  # ingest, report, final
+    again = []
+    for n, event in enumerate(with_columns):
+        rerun = copy.deepcopy(event)
+        rerun["run"]["runId"] = run_id(100 + n)
+        rerun["eventTime"] = iso(at(1000 + n))
+        again.append(rerun)
+    send(own_lake, [json.dumps(e).encode() for e in again])
+    run_ingest(spark, own_lake, trigger="availableNow")
+
+    assert build_lineage(spark, own_lake, now=NOW).mode == "incremental"
+
+    catalog = open_catalog(own_lake.catalog)
+    assert catalog.load_table("lineage.column_paths").current_snapshot() == paths_before
+    edges = catalog.load_table("lineage.column_edges").scan().to_arrow().to_pylist()
+    assert {e["job_name"]: e["run_count"] for e in edges} == {"ingest": 2, "report": 2, "final": 2}
+    incremental = frozen(spark, own_lake)
+    assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
+    assert_same_tables(incremental, frozen(spark, own_lake))
+
+
 def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
     variables = {
         **os.environ,
@@ -387,8 +421,9 @@ def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.Com
 def test_killed_incremental_builds_rerun_gives_identical_tables(
     spark: SparkSession, own_lake: Settings
 ) -> None:
-    """The same range's build killed after extraction, then its re-run killed after the runs, then that
-    re-run's re-run killed after the dataset edges: the next run still equals a full refresh."""
+    """The same range's build killed after extraction, then its re-run killed after the runs, then after
+    the dataset edges, then after the column edges (the paths of the edges it rewrote are not stored yet):
+    the next run still equals a full refresh."""
     events = lab_json()
     send(own_lake, events[:11])
     run_ingest(spark, own_lake, trigger="availableNow")
@@ -396,7 +431,7 @@ def test_killed_incremental_builds_rerun_gives_identical_tables(
     send(own_lake, events[11:])
     run_ingest(spark, own_lake, trigger="availableNow")
 
-    for killed_after in ("dataset_mentions", "runs", "dataset_edges"):
+    for killed_after in ("dataset_mentions", "runs", "dataset_edges", "column_edges"):
         killed = _build_process(own_lake, **{FAULT_ENV: killed_after})
         assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
         assert killed_after in killed.stderr.decode(errors="replace")
