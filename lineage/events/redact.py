@@ -80,9 +80,9 @@ class Trigger:
     """A cheap search for what a rule needs, in the lower-cased text.
 
     ``needs`` are groups of literals, and every match of ``pattern`` holds one literal of each group: a
-    text that lacks all the literals of a group is not searched with ``pattern`` at all. A byte search for
-    a literal is far cheaper than a regular-expression search (which in Spark decodes the text again), and
-    most texts hold none of the literals.
+    text that lacks all the literals of a group is not searched with ``pattern`` at all (a substring test
+    is cheaper than a regular-expression search, and most texts hold none of the literals). The first
+    groups of all triggers are what the ingestion looks for in one pass (:meth:`Redactor.literal_gate`).
     """
 
     pattern: str
@@ -94,9 +94,9 @@ class Trigger:
         )
 
 
-def _led(literal: str, rest: str = "", *also: tuple[str, ...]) -> Trigger:
-    """A trigger led by ``literal`` (which its match holds), then ``rest``; ``also``: more needed groups."""
-    return Trigger(re.escape(literal) + rest, ((literal,), *also))
+def _led(literal: str, rest: str = "") -> Trigger:
+    """A trigger led by ``literal`` (which its match holds), then ``rest``."""
+    return Trigger(re.escape(literal) + rest, ((literal,),))
 
 
 def _spelled(*names: str) -> tuple[str, ...]:
