@@ -6,6 +6,7 @@ import logging
 import sys
 from typing import Any
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from lineage.io.preflight import ConfigError, check_settings
@@ -34,4 +35,29 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
     except ConfigError as exc:
         print(f"{job}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    return settings, build_session(settings, job.replace("_", "-"))
+    try:
+        return settings, build_session(settings, job.replace("_", "-"))
+    except Py4JJavaError as exc:
+        master = settings.spark.master or ""
+        if not master.startswith("spark://"):
+            raise
+        print(f"{job}: {refused_by_master(master, settings, exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def refused_by_master(master: str, settings: Settings, exc: Py4JJavaError) -> str:
+    """One line for a standalone master whose port answers (the preflight checked it) but that never
+    registered the application: Spark retries for about a minute, then fails the session's start.
+
+    A master that authenticates RPC (``spark.authenticate``) answers that way a driver without its secret
+    or with another one; the driver's log shows the cause among the retries ("Expected SaslMessage").
+    """
+    java = str(exc.java_exception).splitlines()[0] if exc.java_exception is not None else str(exc)
+    if settings.spark.auth_secret is None and settings.spark.auth_secret_file is None:
+        hint = (
+            "if it authenticates RPC (spark.authenticate), set its secret in spark.auth_secret_file or "
+            "LINEAGE__SPARK__AUTH_SECRET"
+        )
+    else:
+        hint = "if it authenticates RPC, its secret is not the one of spark.auth_secret(_file)"
+    return f"Spark master {master} did not accept the application ({java[:200]}); {hint}"

@@ -220,6 +220,35 @@ class SparkSettings(_Section):
     # e.g. the AWS_* credentials the object store clients of the executors read. Only names are
     # configured; the values stay in the environment (Spark redacts secret-looking ones in its UI/logs).
     executor_env: list[str] = Field(default_factory=list)
+    # Spark's RPC authentication and AES encryption of RPC and block transfers on a standalone cluster whose
+    # master and workers hold the same secret (lineage.cluster.stack does that for its own): from the
+    # environment (LINEAGE__SPARK__AUTH_SECRET) or a file. Unset: nothing is added (local mode binds to
+    # loopback instead; YARN and Kubernetes make a secret per application from spark.authenticate alone).
+    auth_secret: SecretStr | None = None
+    auth_secret_file: Path | None = None
+
+    def auth_properties(self) -> dict[str, str]:
+        """``spark.authenticate`` with the secret and ``spark.network.crypto.enabled``, when one is set.
+
+        Raises:
+            ValueError: ``auth_secret_file`` names a file that is missing or empty.
+        """
+        if self.auth_secret is not None:
+            secret = self.auth_secret.get_secret_value()
+        elif self.auth_secret_file is not None:
+            try:
+                secret = self.auth_secret_file.read_text().strip()
+            except OSError as exc:
+                raise ValueError(f"spark.auth_secret_file {self.auth_secret_file}: {exc.strerror}") from None
+            if not secret:
+                raise ValueError(f"spark.auth_secret_file {self.auth_secret_file} is empty")
+        else:
+            return {}
+        return {
+            "spark.authenticate": "true",
+            "spark.authenticate.secret": secret,
+            "spark.network.crypto.enabled": "true",
+        }
 
 
 class IngestSettings(_Section):
@@ -450,7 +479,7 @@ class Settings(BaseSettings):
 
 _PATH_FIELDS = {
     "catalog": ("sqlite_path", "warehouse"),
-    "spark": ("defaults_file",),
+    "spark": ("defaults_file", "auth_secret_file"),
     "local_kafka": ("data_dir", "jars_dir"),
     "local_cluster": ("data_dir", "jars_dir"),
     "openlineage": ("config",),

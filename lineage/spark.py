@@ -97,6 +97,7 @@ def spark_properties(
         props["spark.driver.extraClassPath"] = ":".join(jars)
     props.update(catalog_conf(settings.catalog))
     props.update(executor_env(settings.spark.executor_env, os.environ if environ is None else environ))
+    props.update(settings.spark.auth_properties())
     props.update(settings.spark.conf)
     return props
 

@@ -12,7 +12,11 @@ Every service is a process in its own session, with its configuration, log and p
   ``<data_dir>/catalog/catalog.db``, so the catalog survives a restart; table metadata and data go to
   ``s3://<bucket>/warehouse``. It binds every interface (it has no host setting) on ``catalog_port``.
 - ``master`` and ``worker-<n>``: Spark standalone from the pyspark wheel's ``bin/spark-class`` (the wheel
-  has no ``sbin/start-*.sh``). Workers have ``worker_cores`` cores and ``worker_memory`` each.
+  has no ``sbin/start-*.sh``). Workers have ``worker_cores`` cores and ``worker_memory`` each. Their RPC
+  is authenticated and encrypted (``spark.authenticate``, ``spark.network.crypto.enabled``) with a secret
+  generated on first start into ``<data_dir>/spark-auth.secret`` (mode 600); the daemons read it from a
+  properties file of the same mode (a ``-D`` option would show it to every user in the process list),
+  the jobs through ``[spark] auth_secret_file``, and the worker hands it to its executors itself.
 - ``history``: Spark's history server over the event logs the jobs write to ``s3a://<bucket>/spark-events``;
   its REST API (``/api/v1/applications/<id>/executors``) tells which executor ran how many tasks.
 
@@ -257,6 +261,27 @@ class LocalStack:
         stored = json.loads(self.credentials_file.read_text())
         return Credentials(stored["access_key_id"], stored["secret_access_key"], self.settings.region)
 
+    @property
+    def spark_secret_file(self) -> Path:
+        return self.root / "spark-auth.secret"
+
+    def spark_secret(self) -> str:
+        """The shared secret of Spark's RPC authentication: generated on first use, then read back."""
+        if not self.spark_secret_file.is_file():
+            _write_private(self.spark_secret_file, secrets.token_urlsafe(32) + "\n")
+        return self.spark_secret_file.read_text().strip()
+
+    def daemon_properties(self) -> Path:
+        """The properties file of the master and the workers (``--properties-file``): RPC auth on."""
+        path = self.root / "spark-daemons.conf"
+        props = {
+            "spark.authenticate": "true",
+            "spark.authenticate.secret": self.spark_secret(),
+            "spark.network.crypto.enabled": "true",
+        }
+        _write_private(path, "".join(f"{k} {v}\n" for k, v in props.items()))
+        return path
+
     # -- services ----------------------------------------------------------------------------------------
     def _jar(self, profile: str, prefix: str) -> Path:
         found = sorted((self.jars / profile).glob(f"{prefix}*.jar"))
@@ -350,6 +375,8 @@ class LocalStack:
                 str(self.settings.master_port),
                 "--webui-port",
                 str(self.settings.master_ui_port),
+                "--properties-file",
+                str(self.root / "spark-daemons.conf"),
             ],
             self.root / "master",
             self.settings.master_port,
@@ -384,6 +411,8 @@ class LocalStack:
                 str(self.settings.worker_ui_port + index),
                 "--work-dir",
                 str(folder / "work"),
+                "--properties-file",
+                str(self.root / "spark-daemons.conf"),
                 self.master_url,
             ],
             folder,
@@ -438,6 +467,7 @@ class LocalStack:
         deadline = started + timeout_s
         credentials = self.credentials()
         self._write_s3_config(credentials)
+        self.daemon_properties()
         s3, catalog, master = self.s3(), self.catalog(credentials), self.master()
         for service in (s3, master):
             service.start()
@@ -512,6 +542,7 @@ class LocalStack:
         return {
             "spark": {
                 "master": self.master_url,
+                "auth_secret_file": str(self.spark_secret_file),
                 "conf": {
                     **{f"spark.hadoop.{k}": v for k, v in self.s3a_properties().items()},
                     "spark.eventLog.dir": self.event_log_dir,

@@ -4,11 +4,12 @@ What travels with an application:
 
 - **Our code**: the project's wheel, built from the repository (``pip wheel --no-deps``), passed to
   ``--py-files`` under a ``.zip`` name. Spark puts ``.zip``/``.egg``/``.jar`` py-files on ``sys.path`` and
-  ignores a ``.whl`` (it is a zip all the same). The driver imports the package from it; executors get it
-  too, though they run no Python of ours: the jobs are DataFrame plans executed by the JVM (no Python UDF),
-  so the executors' Python never needs our dependencies. That is why a packed virtualenv
-  (``--archives env.tar.gz#env`` with ``spark.pyspark.python=./env/bin/python``), which ships every
-  dependency to every executor, would only cost time and disk here. The driver's own dependencies
+  ignores a ``.whl`` (it is a zip all the same). The driver imports the package from it, and so do the
+  executors' Python workers for the one Python function of ours they run: the ingestion's redaction, an
+  Arrow UDF that needs pyarrow (which pyspark's Arrow support needs anyway) and nothing else of our
+  dependencies. The rest of the jobs are DataFrame plans executed by the JVM. That is why a packed
+  virtualenv (``--archives env.tar.gz#env`` with ``spark.pyspark.python=./env/bin/python``), which ships
+  every dependency to every executor, would only cost time and disk here. The driver's own dependencies
   (pyiceberg, pydantic, openlineage-python) are installed where it runs: the submitting machine in client
   mode, the container image on Kubernetes (docs/deployment.md).
 - **Jars**: ``--jars`` with the folders and files of ``[spark] submit_jars`` (the Iceberg runtime, the Kafka

@@ -177,6 +177,10 @@ def check_kafka(kafka: KafkaSettings, timeout_s: float = 10.0) -> None:
 def check_settings(settings: Settings, *, checkpoint: bool) -> None:
     """Every check that applies to these settings (``checkpoint``: the job writes the ingest checkpoint)."""
     check_master(settings.spark.master)
+    try:
+        settings.spark.auth_properties()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if checkpoint and settings.kafka.security.protocol != "PLAINTEXT":
         check_kafka(settings.kafka)
     iceberg = check_catalog(settings.catalog)

@@ -366,3 +366,20 @@ def test_unreachable_master_fails_the_submitted_job_with_one_line(cluster: Clust
         "check spark.master"
     )
     assert [line for line in submitted.output.splitlines() if "build_lineage:" in line] == [message]
+
+
+def test_spark_rpc_is_authenticated_and_a_wrong_secret_is_one_line(cluster: Cluster) -> None:
+    secret = cluster.stack.spark_secret()
+    for service in [cluster.stack.master(), *cluster.stack.workers()]:
+        log = service.log_file.read_text()
+        assert "SecurityManager: authentication enabled" in log, service.name
+        assert secret not in log, service.name  # executors get it from the worker's environment
+    wrong = "not-the-masters-secret"
+    submitted = cluster.run("build", timeout=300, LINEAGE__SPARK__AUTH_SECRET=wrong)
+    assert submitted.returncode == 2, submitted.output[-2000:]
+    assert "Traceback" not in submitted.output
+    lines = [line for line in submitted.output.splitlines() if line.startswith("build_lineage:")]
+    assert len(lines) == 1, submitted.output[-3000:]
+    assert lines[0].startswith(f"build_lineage: Spark master {cluster.stack.master_url} did not accept")
+    assert "its secret is not the one of spark.auth_secret" in lines[0]
+    assert wrong not in submitted.output and secret not in submitted.output

@@ -55,6 +55,30 @@ def test_a_stack_settings_file_round_trips(tmp_path: Path, monkeypatch: pytest.M
     assert settings.local_cluster.data_dir == tmp_path / "stack"
 
 
+def test_the_stack_authenticates_spark_rpc_with_a_secret_kept_out_of_argv_and_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack = LocalStack(LocalClusterSettings(data_dir=tmp_path / "stack"))
+    daemons = stack.daemon_properties()
+    secret = stack.spark_secret()
+    assert len(secret) >= 32 and stack.spark_secret() == secret  # generated once, then read back
+    assert daemons.stat().st_mode & 0o777 == 0o600 and stack.spark_secret_file.stat().st_mode & 0o777 == 0o600
+    props = dict(line.split(" ", 1) for line in daemons.read_text().splitlines())
+    assert props == {
+        "spark.authenticate": "true",
+        "spark.authenticate.secret": secret,
+        "spark.network.crypto.enabled": "true",
+    }
+    for service in [stack.master(), *stack.workers()]:
+        argv = " ".join([*service.argv, *service.env.values()])
+        assert secret not in argv
+        assert service.argv[service.argv.index("--properties-file") + 1] == str(daemons)
+    path = settings_file(CLUSTER_TOML, stack.client_settings(), tmp_path / "cluster.toml")
+    assert secret not in path.read_text()
+    settings = cluster_settings(monkeypatch, path)
+    assert spark_properties(settings, "t", environ={})["spark.authenticate.secret"] == secret
+
+
 def test_dump_toml_writes_what_tomllib_reads() -> None:
     data = {
         "top": "x",
@@ -96,7 +120,12 @@ def test_executor_env_passes_named_variables_only() -> None:
 
 def test_cluster_sessions_get_no_local_jars_and_the_executor_env(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = cluster_settings(monkeypatch)
+    # conf/cluster.toml names the secret file of a started stack; this machine may never have started one.
+    assert settings.spark.auth_secret_file == REPO / "var/cluster/spark-auth.secret"
+    monkeypatch.setenv("LINEAGE__SPARK__AUTH_SECRET", "from-the-environment")
+    settings = cluster_settings(monkeypatch)
     props = spark_properties(settings, "x", environ={"AWS_ACCESS_KEY_ID": "id"})
+    assert props["spark.authenticate.secret"] == "from-the-environment"  # the environment comes first
     assert "spark.jars" not in props
     assert props["spark.executorEnv.AWS_ACCESS_KEY_ID"] == "id"
     assert props["spark.sql.catalog.lake.type"] == "rest"

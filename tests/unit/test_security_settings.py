@@ -101,3 +101,33 @@ def test_sasl_without_a_username_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
 def test_plaintext_adds_nothing() -> None:
     security = load_settings().kafka.security
     assert security.librdkafka() == {} and security.java() == {}
+
+
+def test_a_spark_secret_switches_on_rpc_authentication_and_encryption(tmp_path: Path) -> None:
+    plain = load_settings(spark={"master": "spark://10.0.0.5:7077", "conf": {}})
+    assert "spark.authenticate" not in spark_properties(plain, "t", environ={})
+    from_env = load_settings(spark={"master": "spark://10.0.0.5:7077", "auth_secret": "s3cr3t", "conf": {}})
+    secret_file = tmp_path / "spark.secret"
+    secret_file.write_text("from-file\n")
+    from_file = load_settings(spark={"master": "spark://10.0.0.5:7077", "auth_secret_file": str(secret_file)})
+    for settings, secret in ((from_env, "s3cr3t"), (from_file, "from-file")):
+        props = spark_properties(settings, "t", environ={})
+        assert props["spark.authenticate"] == "true"
+        assert props["spark.authenticate.secret"] == secret
+        assert props["spark.network.crypto.enabled"] == "true"
+    assert "s3cr3t" not in repr(from_env.spark)  # a secret value: never printed
+
+
+@pytest.mark.parametrize("content", [None, "  \n"])
+def test_a_missing_or_empty_spark_secret_file_is_one_line(tmp_path: Path, content: str | None) -> None:
+    from lineage.io.preflight import ConfigError, check_settings
+
+    path = tmp_path / "spark.secret"
+    if content is not None:
+        path.write_text(content)
+    settings = load_settings(spark={"master": None, "auth_secret_file": str(path)})
+    reason = "No such file or directory" if content is None else "is empty"
+    with pytest.raises(ValueError, match=f"spark.auth_secret_file {path}.*{reason}"):
+        settings.spark.auth_properties()
+    with pytest.raises(ConfigError, match=f"spark.auth_secret_file {path}.*{reason}"):
+        check_settings(settings, checkpoint=False)
