@@ -1,11 +1,13 @@
 """End to end with real Flink producers: PyFlink jobs with the OpenLineage Flink integration (Flink 2.x
 listener factory, Flink 1.x job listener) -> Kafka transport -> our topic -> ingestion -> build ->
-``lake.lineage.*``.
+``lake.lineage.*``; the first Flink 2.x run sends over HTTP (gzip, an API key) to our intake instead
+(``lineage serve``, conf/flink/openlineage-http.yml), which produces into the same topic.
 
 One scenario per module (``flink_lake``), run once: orders go into a source topic, then five real jobs run
 one after the other on local Flink clusters (tests/producers/flink/):
 
-* Flink 2.0 SQL job ``supplier-stats-sql``: once to completion (bounded source), once cancelled;
+* Flink 2.0 SQL job ``supplier-stats-sql``: once to completion (bounded source, over HTTP), once
+  cancelled;
 * Flink 1.20 DataStream job ``supplier-stats``: once to completion, once cancelled through the REST API,
   once killed hard (SIGKILL to the whole process group) after its START and RUNNING heartbeats: the seed
   lab's application cluster torn down, no terminal event.
@@ -40,7 +42,9 @@ from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
+from lineage.serve.auth import hash_key, new_key
 from lineage.settings import Settings
+from tests.fixtures.intake import Intake, start_intake
 from tests.fixtures.lake import lake_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
@@ -223,6 +227,7 @@ class Scenario:
     seconds: dict[str, float] = field(default_factory=dict)
     rows_in: int = 0
     rejected: int = 0
+    intake_metrics: str = ""  # /metrics of the intake the first Flink 2.x run sent to, after the scenario
 
     def kafka_namespace(self) -> str:
         return f"kafka://{self.settings.kafka.bootstrap_servers}"
@@ -272,7 +277,7 @@ def types(events: list[Captured]) -> list[str]:
     return [c.type for c in events]
 
 
-def run_scenario(scenario: Scenario, work: Path) -> None:
+def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -> None:
     settings = scenario.settings
     bootstrap = settings.kafka.bootstrap_servers
     openlineage_yml = work / "openlineage.yml"
@@ -284,10 +289,17 @@ def run_scenario(scenario: Scenario, work: Path) -> None:
             tracking_interval_seconds=TRACKING_INTERVAL_S,
         )
     )
+    over_http = work / "openlineage-http.yml"
+    template = string.Template((REPO / "conf/flink/openlineage-http.yml").read_text())
+    over_http.write_text(
+        template.substitute(
+            intake_url=intake.url, api_key=api_key, tracking_interval_seconds=TRACKING_INTERVAL_S
+        )
+    )
     watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3)
     started: list[FlinkProcess] = []
 
-    def job2(step: str, mode: str) -> tuple[FlinkProcess, int]:
+    def job2(step: str, mode: str, config: Path = openlineage_yml) -> tuple[FlinkProcess, int]:
         port = free_port()
         args = [
             *("--bootstrap", bootstrap, "--source-topic", scenario.source_topic),
@@ -295,7 +307,7 @@ def run_scenario(scenario: Scenario, work: Path) -> None:
             *("--rest-port", str(port), "--mode", mode),
         ]
         process = FlinkProcess.start(
-            step, FLINK2_PYTHON, "tests.producers.flink.flink2_sql_job", args, work, openlineage_yml
+            step, FLINK2_PYTHON, "tests.producers.flink.flink2_sql_job", args, work, config
         )
         started.append(process)
         return process, port
@@ -336,9 +348,9 @@ def run_scenario(scenario: Scenario, work: Path) -> None:
         return check
 
     try:
-        # Flink 2.x, bounded source: START, RUNNING (checkpoints), COMPLETE.
+        # Flink 2.x, bounded source, over HTTP to the intake: START, RUNNING (checkpoints), COMPLETE.
         t0 = time.monotonic()
-        process, _ = job2("flink2_complete", "complete")
+        process, _ = job2("flink2_complete", "complete", over_http)
         run = new_run("flink2_complete", FLINK2_JOB, process)
         watcher.wait("flink2 COMPLETE", has(FLINK2_JOB, run, "START", "COMPLETE"), process)
         process.finish()
@@ -425,7 +437,16 @@ def flink_lake(
         create_topic(bootstrap, name, 1, kafka_broker.max_message_bytes)
     produce_orders(bootstrap, scenario.source_topic)
 
-    run_scenario(scenario, work)
+    api_key = new_key()
+    intake = start_intake(
+        bootstrap, settings.kafka.topic, work, api_key_hashes=json.dumps([hash_key(api_key)])
+    )
+    try:
+        run_scenario(scenario, work, intake, api_key)
+        with urllib.request.urlopen(f"{intake.url}/metrics", timeout=10) as answer:
+            scenario.intake_metrics = answer.read().decode()
+    finally:
+        intake.stop()
 
     t0 = time.monotonic()
     progress = run_ingest(spark, settings, trigger="availableNow")
@@ -477,6 +498,22 @@ def test_every_flink_event_lands_once_keyed_by_its_job(flink_lake: Scenario) -> 
     assert {r["producer"] for r in raw} == {
         "https://github.com/OpenLineage/OpenLineage/tree/1.53.0/integration/flink"
     }
+
+
+def test_flink2_events_over_http_land_as_the_kafka_transport_would_send_them(flink_lake: Scenario) -> None:
+    run_id = flink_lake.runs["flink2_complete"]
+    over_http = [c for c in flink_lake.events if "run" in c.event and c.run_id == run_id]
+    assert {"START", "COMPLETE"} <= set(types(over_http))
+    # Every event of that run went through the intake, none was refused or lost; keyed like the others.
+    accepted = [
+        line
+        for line in flink_lake.intake_metrics.splitlines()
+        if line.startswith("lineage_intake_events_total")
+    ]
+    assert accepted == [f'lineage_intake_events_total{{outcome="accepted"}} {float(len(over_http))}']
+    assert {c.key for c in over_http} == {"run:flink-jobs/supplier-stats-sql"}
+    landed = [r for r in flink_lake.tables["raw"] if r["run_id"] == run_id]
+    assert len(landed) == len(over_http) and {r["kafka_key"] for r in landed} == {c.key for c in over_http}
 
 
 def test_flink2_job_completes_once_and_aborts_when_cancelled(flink_lake: Scenario) -> None:
