@@ -11,7 +11,8 @@ the other on the same broker and topic:
   against its database). Its endpoint answers 201 before Kafka acknowledges (``no_confirm=True`` in its
   source) and takes one RunEvent per request: it has no batch endpoint.
 
-Scenarios, each for ``--duration`` seconds after a warm-up:
+Scenarios, each for ``--duration`` seconds after a warm-up, in ``--repeat`` rounds on the same running
+service (each number reported is the median over the rounds, with min and max):
 
 - ``single``: closed loop, ``--concurrency`` clients each sending one event per request, as fast as the
   answers come: events/s and request latency p50/p99;
@@ -22,9 +23,9 @@ Scenarios, each for ``--duration`` seconds after a warm-up:
 
 The load generator is a separate process (aiohttp client on uvloop) on the same 2 cores as the service
 and the broker, so every number here is for the three sharing the machine. The service's memory is its
-peak RSS, sampled every 100 ms during each scenario. Results: ``var/bench/results/intake.json`` (not
-BENCHMARKS.md). Goals of issue 15: ours >= 10x http2kafka events/s; >= 20,000 events/s with batches;
-p99 <= 50 ms for single events at 1,000 events/s.
+peak RSS, sampled every 100 ms during each scenario. Results: ``var/bench/results/intake.json``, which
+``python -m benchmarks report`` renders into BENCHMARKS.md. Goals of issue 15: ours >= 10x http2kafka
+events/s; >= 20,000 events/s with batches; p99 <= 50 ms for single events at 1,000 events/s.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import asyncio
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -435,18 +437,42 @@ def run_scenario(target: Target, mode: str, args: argparse.Namespace, duration_s
 
 
 def measure_target(target: Target, args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    """Every scenario ``--repeat`` times on one running service (after one warm-up), in rounds."""
     run_scenario(target, "single", args, 2.0)  # warm-up: connections, the producer's first metadata
-    out["single"] = run_scenario(target, "single", args, args.duration)
-    if target.batch_url is not None:
-        out["batch"] = run_scenario(target, "batch", args, args.duration)
-    out["rate"] = run_scenario(target, "rate", args, args.duration)
+    modes = ["single", *(["batch"] if target.batch_url is not None else []), "rate"]
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    for _ in range(args.repeat):
+        for mode in modes:
+            runs[mode].append(run_scenario(target, mode, args, args.duration))
+    out = {mode: median_run(found) for mode, found in runs.items()}
     for mode, result in out.items():
         logline = (
             f"{target.name:>10} {mode:>6}: {result['events_per_s']} events/s, p50 {result['p50_ms']} ms, "
             f"p99 {result['p99_ms']} ms, statuses {result['statuses']}, peak RSS {result['peak_rss_mib']} MiB"
         )
         print(logline, flush=True)
+    return out
+
+
+SPREAD_KEYS = ("events_per_s", "p50_ms", "p99_ms", "peak_rss_mib", "service_cpu_us_per_event")
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one scenario: each number the median over the runs, with ``spread`` [min, max] per number,
+    the answers' statuses summed and every run kept under ``runs``."""
+    out: dict[str, Any] = {"n": len(runs), "runs": runs}
+    out["spread"] = {}
+    for key in SPREAD_KEYS:
+        values = [run[key] for run in runs if run.get(key) is not None]
+        if values:
+            out[key] = round(statistics.median(values), 2)
+            out["spread"][key] = [min(values), max(values)]
+    statuses: dict[str, int] = {}
+    for run in runs:
+        for status, count in run.get("statuses", {}).items():
+            statuses[status] = statuses.get(status, 0) + count
+    out["statuses"] = statuses
+    out["events"] = sum(run.get("events", 0) for run in runs)
     return out
 
 
@@ -537,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--batch-size", type=int, default=500, help="events per batch request")
         p.add_argument("--rate", type=float, default=1000.0, help="events/s of the open loop")
     run.add_argument("--batch-concurrency", type=int, default=4, help="clients of the batch closed loop")
+    run.add_argument("--repeat", type=int, default=3, help="runs of every scenario (the median is reported)")
     run.add_argument("--rentgen-python", type=Path, default=Path(".venv-rentgen/bin/python"))
     run.add_argument("--kafka-jars", type=Path, default=Path(".jars/kafka39"))
     run.add_argument("--skip-rentgen", action="store_true")

@@ -23,6 +23,13 @@ GOAL_QUERY_P95_S = 1.0
 GOAL_HISTORY_RATIO = 1.5
 # Hand-written profiling notes with before/after numbers, embedded in BENCHMARKS.md after the goals (the
 # rest of the report is generated from the results and would overwrite anything written into it).
+# Issue 15 (HTTP intake) and issue 20 (read API).
+GOAL_INTAKE_RATIO = 10
+GOAL_INTAKE_BATCH_EVENTS_PER_S = 20_000
+GOAL_INTAKE_P99_MS = 50.0
+GOAL_API_P95_MS = 50.0
+GOAL_API_RENTGEN_RATIO = 10
+INTAKE_RESULTS = "intake.json"  # written by `python -m benchmarks.intake` beside the tiers' results
 TUNING_NOTES = Path("docs/benchmark-tuning.md")
 SOAK_NOTES = Path("docs/benchmark-soak.md")  # written by `python -m benchmarks.soak report`
 
@@ -101,7 +108,13 @@ def _exponent(points: Sequence[tuple[float, float]]) -> float | None:
 # -- the document -----------------------------------------------------------------------------------------
 
 
-def render(results: dict[str, dict[str, Any]], chart_name: str, tuning: str = "", soak: str = "") -> str:
+def render(
+    results: dict[str, dict[str, Any]],
+    chart_name: str,
+    tuning: str = "",
+    soak: str = "",
+    intake: dict[str, Any] | None = None,
+) -> str:
     if not results:
         return "# Benchmarks\n\nNo results yet: run `make bench-quick` or `make bench`.\n"
     out: list[str] = ["# Benchmarks", ""]
@@ -129,7 +142,8 @@ def render(results: dict[str, dict[str, Any]], chart_name: str, tuning: str = ""
     history = history_line(results)
     if history:
         out += ["", history]
-    out += ["", *_scaling(results), "", *_queries(results), "", *_goals(results)]
+    out += ["", *_scaling(results), "", *_queries(results), "", *_intake(intake), "", *_goals(results)]
+    out += ["", *_service_goals(results, intake)]
     if tuning:
         out += ["", tuning.strip()]
     if soak:
@@ -412,8 +426,53 @@ def _queries(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"{row['peak_mib']:,.0f} |"
             )
         lines.append("")
+    read_api = _read_api(results)
     endpoint = _endpoint(results)
-    return [*lines, *endpoint[:-1]] if endpoint else lines[:-1]
+    return [*lines, *read_api, *endpoint][:-1]
+
+
+def _rentgen_rows(r: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    rows = _get(r, "stages", "rentgen", "endpoint", "rows") or []
+    return {(row["query"], row["node"], row["depth"]): row for row in rows}
+
+
+def _read_api(results: dict[str, dict[str, Any]]) -> list[str]:
+    """The same questions asked of ``lineage serve``'s read API (issue 20), beside Data.Rentgen's endpoint."""
+    lines: list[str] = []
+    for tier, r in results.items():
+        node = _get(r, "stages", "queries", "read_api") or {}
+        if node.get("error"):
+            lines += [f"Read API, tier {tier}: failed: {node['error'].splitlines()[0]}", ""]
+        if not node.get("rows"):
+            continue
+        theirs = _rentgen_rows(r)
+        index_mib = (node.get("index_bytes") or 0) / 2**20
+        lines += [
+            f"Read API, tier {tier} (`lineage serve`, intake off, on the same lake): `GET /api/v2/<direction>"
+            "?node=...&depth=...` answering the CLI's JSON, milliseconds per request over "
+            f"{node['rows'][0]['runs']} requests on one keep-alive connection after one untimed request, "
+            "from a Python client on the same machine. The index (Arrow tables of the lineage model) held "
+            f"{index_mib:,.1f} MiB and loaded in {_num(node.get('index_load_s'), 2)} s; the server was "
+            f"ready {_num(node.get('ready_s'), 1)} s after its start and its resident memory after the "
+            f"questions was {_num(node.get('server_rss_mib'))} MiB. Data.Rentgen's p95 is its lineage "
+            "endpoint's on the same tier (table below; its answers hold more nodes, see there), where "
+            "measured.",
+            "",
+            "| query | node | depth | nodes / edges returned | p50 ms | p95 ms | max ms "
+            "| Data.Rentgen p95 ms | its p95 / ours |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for row in node["rows"]:
+            other = theirs.get((row["query"], row["node"], row["depth"]))
+            their_ms = other["p95_s"] * 1000 if other else None
+            ratio = f"{their_ms / row['p95_ms']:,.0f}x" if their_ms and row["p95_ms"] else "-"
+            lines.append(
+                f"| {row['query']} | {row['node']} | {row['depth']} | {row['nodes']:,} / {row['edges']:,} | "
+                f"{row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['max_ms']:.2f} | "
+                f"{_num(their_ms, 1) if their_ms is not None else '-'} | {ratio} |"
+            )
+        lines.append("")
+    return lines
 
 
 def _endpoint(results: dict[str, dict[str, Any]]) -> list[str]:
@@ -453,6 +512,115 @@ def _endpoint(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"{row['min_s']:.3f} - {row['max_s']:.3f} |"
             )
         lines.append("")
+    return lines
+
+
+def _spread(result: dict[str, Any], key: str, digits: int = 0) -> str:
+    value = result.get(key)
+    low_high = (result.get("spread") or {}).get(key)
+    text = _num(value, digits)
+    if low_high and result.get("n", 1) > 1:
+        text += f" [{_num(low_high[0], digits)} - {_num(low_high[1], digits)}]"
+    return text
+
+
+def _intake(intake: dict[str, Any] | None) -> list[str]:
+    """The HTTP intake beside Data.Rentgen's http2kafka (``python -m benchmarks.intake``)."""
+    lines = ["### HTTP intake", ""]
+    if not intake:
+        return [*lines, "Not measured yet (`make bench-intake`)."]
+    settings = intake.get("settings", {})
+    runs = intake.get("ours", {}).get("single", {}).get("n", 1)
+    lines += [
+        f"`{intake.get('command')}` ({intake.get('started')}): our `lineage serve` and Data.Rentgen's "
+        "`http2kafka`, one after the other, on one Kafka 3.9 broker "
+        f"({', '.join(intake.get('kafka_broker', []))}), each scenario {settings.get('duration')} s, the "
+        f"median of {runs} runs with [min - max]. Closed loops: {settings.get('concurrency')} clients "
+        "sending one event per request (single), {settings.get('batch_concurrency')} clients sending "
+        f"{settings.get('batch_size')} events per request (batch, ours only: http2kafka has no batch "
+        f"endpoint). Open loop: {settings.get('rate')} events/s, one per request, latency from each "
+        "request's scheduled time. Ours answers after Kafka acknowledged (acks=all, idempotent producer); "
+        "http2kafka answers before (it publishes without confirmation). The load generator, the service "
+        "and the broker share the 2 cores. Peak RSS is the service's.",
+        "",
+        "| scenario | service | events/s | p50 ms | p99 ms | peak RSS MiB | service CPU µs/event | answers |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mode in ("single", "batch", "rate"):
+        for name, label in (("ours", "ours"), ("theirs", "Data.Rentgen http2kafka")):
+            result = (intake.get(name) or {}).get(mode)
+            if not result:
+                continue
+            statuses = ", ".join(f"{k}: {v:,}" for k, v in result.get("statuses", {}).items())
+            lines.append(
+                f"| {mode} | {label} | {_spread(result, 'events_per_s')} | {_spread(result, 'p50_ms', 1)} | "
+                f"{_spread(result, 'p99_ms', 1)} | {_spread(result, 'peak_rss_mib')} | "
+                f"{_spread(result, 'service_cpu_us_per_event')} | {statuses} |"
+            )
+    theirs = intake.get("theirs") or {}
+    if theirs.get("status") == "skipped":
+        lines += ["", f"Data.Rentgen's http2kafka: not run ({theirs.get('reason')})."]
+    return lines
+
+
+def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | None) -> list[str]:
+    """Goals of issue 15 (HTTP intake) and issue 20 (read API) on this machine."""
+
+    def verdict(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("met" if ok else "**not met**")
+
+    lines = ["## Goals of issues 15 and 20 on this 2-core machine", "", "| goal | measured | |"]
+    lines.append("| --- | --- | --- |")
+    ours = (intake or {}).get("ours") or {}
+    ratio = (intake or {}).get("ratio_single")
+    lines.append(
+        f"| intake ≥ {GOAL_INTAKE_RATIO}x Data.Rentgen's http2kafka events/s (single events) | "
+        + (f"{ratio:.1f}x" if ratio is not None else "-")
+        + f" | {verdict(ratio >= GOAL_INTAKE_RATIO if ratio is not None else None)} |"
+    )
+    batch = (ours.get("batch") or {}).get("events_per_s")
+    lines.append(
+        f"| intake ≥ {GOAL_INTAKE_BATCH_EVENTS_PER_S:,} events/s with batch requests | "
+        + (f"{batch:,.0f}" if batch is not None else "-")
+        + f" | {verdict(batch >= GOAL_INTAKE_BATCH_EVENTS_PER_S if batch is not None else None)} |"
+    )
+    p99 = (ours.get("rate") or {}).get("p99_ms")
+    rate = ((intake or {}).get("settings") or {}).get("rate", "1000")
+    lines.append(
+        f"| intake p99 ≤ {GOAL_INTAKE_P99_MS:.0f} ms for single events at {float(rate):,.0f} events/s | "
+        + (f"{p99:.1f} ms" if p99 is not None else "-")
+        + f" | {verdict(p99 <= GOAL_INTAKE_P99_MS if p99 is not None else None)} |"
+    )
+    m_rows = _get(results.get("M", {}), "stages", "queries", "read_api", "rows") or []
+    deepest = max((r["depth"] for r in m_rows), default=None)
+    deep = [r["p95_ms"] for r in m_rows if r["node"] == "hub" and r["depth"] == deepest]
+    worst = max(deep) if deep else None
+    lines.append(
+        f"| read API p95 ≤ {GOAL_API_P95_MS:.0f} ms, deepest lineage of the most-read dataset, tier M | "
+        + (f"{worst:.1f} ms (upstream or downstream)" if worst is not None else "tier M not measured")
+        + f" | {verdict(worst <= GOAL_API_P95_MS if worst is not None else None)} |"
+    )
+    ratios = []
+    for tier, r in results.items():
+        theirs = _rentgen_rows(r)
+        for row in _get(r, "stages", "queries", "read_api", "rows") or []:
+            other = theirs.get((row["query"], row["node"], row["depth"]))
+            if other and row["p95_ms"]:
+                ratios.append((other["p95_s"] * 1000 / row["p95_ms"], tier))
+    low = min(ratios) if ratios else None
+    tiers = ", ".join(sorted({t for _, t in ratios}))
+    lines.append(
+        f"| read API ≥ {GOAL_API_RENTGEN_RATIO}x faster than Data.Rentgen's endpoint, every question (p95) | "
+        + (f"{low[0]:,.0f}x at the least ({len(ratios)} questions, tier {tiers})" if low else "-")
+        + f" | {verdict(low[0] >= GOAL_API_RENTGEN_RATIO if low else None)} |"
+    )
+    index = _get(results.get("M", {}), "stages", "queries", "read_api", "index_bytes")
+    rss = _get(results.get("M", {}), "stages", "queries", "read_api", "server_rss_mib")
+    lines.append(
+        "| memory of the read index at tier M (reported, no goal) | "
+        + (f"{index / 2**20:,.0f} MiB of Arrow tables, server RSS {_num(rss)} MiB" if index else "-")
+        + f" | {'measured' if index else 'not measured'} |"
+    )
     return lines
 
 
@@ -775,5 +943,7 @@ def write_report(results_dir: Path, out: Path, chart: Path) -> tuple[Path, Path]
         chart_name = str(chart)
     tuning = TUNING_NOTES.read_text() if TUNING_NOTES.is_file() else ""
     soak = SOAK_NOTES.read_text() if SOAK_NOTES.is_file() else ""
-    out.write_text(render(results, chart_name, tuning, soak))
+    intake_file = results_dir / INTAKE_RESULTS
+    intake = json.loads(intake_file.read_text()) if intake_file.is_file() else None
+    out.write_text(render(results, chart_name, tuning, soak, intake))
     return out, chart

@@ -81,6 +81,69 @@ def test_rentgen_endpoint_rows_are_reported_next_to_the_cli(tmp_path: Path) -> N
     assert text.index("### CLI queries") < text.index("Data.Rentgen's lineage endpoint, tier S")
 
 
+READ_API = {
+    "status": "ok",
+    "ready_s": 6.0,
+    "index_bytes": 300 * 2**20,
+    "index_load_s": 4.5,
+    "server_rss_mib": 1200.0,
+    "rows": [
+        {"query": q, "node": "hub", "depth": d, "nodes": 5 * d, "edges": 6 * d, "runs": 100,
+         "p50_ms": 2.0 * d, "p95_ms": 3.0 * d, "max_ms": 9.0 * d, "name": "dataset:s3a://b/hub"}
+        for q in ("upstream", "downstream") for d in (1, 10)
+    ],
+}  # fmt: skip
+
+
+def _run(events_per_s: float, p50: float, p99: float) -> dict[str, Any]:
+    return {"events_per_s": events_per_s, "p50_ms": p50, "p99_ms": p99, "peak_rss_mib": 90.0,
+            "service_cpu_us_per_event": 100.0, "statuses": {"200": 10}, "events": 10}  # fmt: skip
+
+
+def test_read_api_rows_sit_beside_rentgen_and_the_service_goals_are_judged(tmp_path: Path) -> None:
+    from benchmarks.intake import median_run
+
+    results = _results(tmp_path, queries={**QUERIES, "read_api": READ_API})
+    results["M"]["stages"]["rentgen"] = {"status": "ok", "endpoint": {"status": "ok", "rows": [
+        {"query": "downstream", "node": "hub", "depth": 10, "datasets": 1, "jobs": 1, "relations": 1,
+         "runs": 10, "p50_s": 0.1, "p95_s": 0.15, "min_s": 0.1, "max_s": 0.2}]}}  # fmt: skip
+    scenarios = (("single", 4000.0, 30.0), ("batch", 25000.0, 90.0), ("rate", 1000.0, 60.0))
+    ours = {mode: median_run([_run(e, 2.0, p99), _run(e * 1.2, 3.0, p99 + 10)]) for mode, e, p99 in scenarios}
+    intake = {
+        "command": "python -m benchmarks.intake",
+        "started": "2026-11-25T05:00:00+0000",
+        "settings": {"duration": "15.0", "concurrency": "32", "batch_concurrency": "4", "batch_size": "500",
+                     "rate": "1000.0"},
+        "kafka_broker": ["kafka_2.13-3.9.2.jar"],
+        "ours": ours,
+        "theirs": {"single": median_run([_run(400.0, 50.0, 120.0)])},
+        "ratio_single": 11.0,
+    }  # fmt: skip
+    text = render(results, "BENCHMARKS.png", intake=intake)
+    assert "Read API, tier M (`lineage serve`, intake off, on the same lake)" in text
+    assert "held 300.0 MiB and loaded in 4.50 s" in text
+    assert "| downstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | 150.0 | 5x |" in text
+    assert "| upstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | - | - |" in text
+    # the median of two runs, with their spread; statuses summed
+    assert (
+        "| single | ours | 4,400 [4,000 - 4,800] | 2.5 [2.0 - 3.0] | 35.0 [30.0 - 40.0] | 90 [90 - 90] |"
+        in (text)
+    )
+    assert "| single | Data.Rentgen http2kafka | 400 | 50.0 | 120.0 | 90 | 100 | 200: 10 |" in text
+    assert "| intake ≥ 10x Data.Rentgen's http2kafka events/s (single events) | 11.0x | met |" in text
+    assert "| intake ≥ 20,000 events/s with batch requests | 27,500 | met |" in text
+    assert "| intake p99 ≤ 50 ms for single events at 1,000 events/s | 65.0 ms | **not met** |" in text
+    assert (
+        "deepest lineage of the most-read dataset, tier M | 30.0 ms (upstream or downstream) | met |" in text
+    )
+    assert "every question (p95) | 5x at the least (1 questions, tier M) | **not met** |" in text
+    assert (
+        "| memory of the read index at tier M (reported, no goal) | 300 MiB of Arrow tables, server RSS"
+        in text
+    )
+    assert text.index("### CLI queries") < text.index("Read API, tier M") < text.index("### HTTP intake")
+
+
 def _tier(tier: str, build: dict[str, Any]) -> dict[str, Any]:
     """A hand-made results file of one tier: only what the report needs, and the build stage."""
     return {"tier": tier, "seed": 42, "repeat": 3, "stages": {"build": {"status": "ok", **build}}}
