@@ -4,12 +4,12 @@ Producers put credentials into events all the time (Spark properties, JDBC URLs,
 error messages, URIs with ``user:password@``). A lineage store that keeps them becomes the place an
 attacker reads them from, so every message is redacted before it is written anywhere: by the streaming
 ingestion (:func:`lineage.transforms.envelope.redact_messages`) and by the HTTP intake before it produces
-to Kafka (:func:`redact_text`). Both run this module's Python code: the ingestion in a Spark Arrow UDF,
-after pyarrow's one-pass search for the literals the rules need (:meth:`Redactor.literal_gate`) has
-picked the few messages that may hold a secret. The rules are one regular expression, still written in the
-syntax Java's ``java.util.regex`` and Python's ``re`` share (no ``\\s``/``\\w``/``\\b``, whose Unicode
-meaning differs; scoped ``(?i:...)`` flags; fixed-width look-behinds only), so that any engine of the
-platform can apply them.
+to Kafka (:func:`redact_many`). Both run this module's Python code, after pyarrow's one-pass search for
+the literals the rules need (:meth:`Redactor.literal_gate`, :func:`flagged`) has picked the few messages
+that may hold a secret: the ingestion in a Spark Arrow UDF, the intake on the events of each request. The
+rules are one regular expression, still written in the syntax Java's ``java.util.regex`` and Python's
+``re`` share (no ``\\s``/``\\w``/``\\b``, whose Unicode meaning differs; scoped ``(?i:...)`` flags;
+fixed-width look-behinds only), so that any engine of the platform can apply them.
 
 How a rule is written: exactly one capturing group, the *kept prefix*, then the secret itself; what
 follows the secret is a look-ahead. The match is replaced by the prefix and :data:`MARKER`. So
@@ -25,7 +25,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:  # pyarrow is imported where it is used: the CLI's and the jobs' imports stay light
+    import pyarrow as pa
 
 MARKER = "***REDACTED***"
 
@@ -424,6 +428,42 @@ def redact_bytes(value: bytes, redactor: Redactor = DEFAULT) -> tuple[bytes, int
         return value, 0
     redacted, count = redactor.redact(text)
     return (redacted.encode("utf-8"), count) if count else (value, 0)
+
+
+def flagged(values: pa.Array, redactor: Redactor = DEFAULT) -> list[int]:
+    """Positions of the values (binary) in which some trigger may find a secret: one pass of pyarrow's RE2
+    over each value for every literal of :meth:`Redactor.literal_gate` (each non-null value when there is
+    no gate). Values that are not UTF-8 may be flagged; :func:`redact_bytes` leaves them alone."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    gate = redactor.literal_gate()
+    if gate is None:
+        found = pc.is_valid(values)
+    else:
+        # UTF-8 text for RE2's Unicode case folding (unchecked: the bytes are only searched).
+        text = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
+        found = pc.match_substring_regex(values.cast(text, safe=False), gate)
+    indices: list[int] = pc.indices_nonzero(pc.fill_null(found, False)).to_pylist()
+    return indices
+
+
+# pyarrow compiles the gate for each call (about 0.1 ms), where the rules' own triggers cost about 45 us
+# for a 1.7 KB event: fewer values than this go through the triggers one by one.
+GATE_MIN_VALUES = 8
+
+
+def redact_many(values: Sequence[bytes], redactor: Redactor = DEFAULT) -> list[tuple[bytes, int]]:
+    """:func:`redact_bytes` of every value, the rules applied only to the values :func:`flagged` picks
+    (one by one for fewer than :data:`GATE_MIN_VALUES` values)."""
+    import pyarrow as pa
+
+    if len(values) < GATE_MIN_VALUES:
+        return [redact_bytes(value, redactor) for value in values]
+    out = [(value, 0) for value in values]
+    for i in flagged(pa.array(values, pa.binary()), redactor):
+        out[i] = redact_bytes(values[i], redactor)
+    return out
 
 
 def count_markers(text: str) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from lineage.events.keys import kafka_key
-from lineage.events.redact import redact_bytes
+from lineage.events.redact import redact_many
 from lineage.events.validate import BatchError, Verdict, split_batch, validate
 from lineage.io.kafka_async import AsyncProducer, Delivered, DeliveryFailed
 from lineage.io.publish import producer_config
@@ -144,7 +144,7 @@ class Intake:
 
     def _redact(self, values: list[bytes]) -> list[bytes]:
         assert self.redactor is not None
-        redacted = [redact_bytes(value, self.redactor) for value in values]
+        redacted = redact_many(values, self.redactor)
         count = sum(n for _, n in redacted)
         if count:
             log.info("redacted %d secret(s) in %d event(s) before producing", count, len(values))

@@ -17,7 +17,6 @@ import re
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -171,17 +170,10 @@ def _redactor_udf(redactor: redact.Redactor) -> Callable[[Column], Column]:
     decodes it into a Java string again, and Spark evaluates the lower-cased text once per search inside a
     condition): twenty-odd passes cost more than the rest of the parse (docs/benchmark-tuning.md).
     """
-    gate = redactor.literal_gate()
 
     def redact_values(values: pa.Array) -> pa.Array:
-        if gate is None:
-            flagged = pc.is_valid(values)
-        else:
-            # UTF-8 text for RE2's Unicode case folding; bytes that are not UTF-8 are never redacted.
-            text = pa.large_string() if pa.types.is_large_binary(values.type) else pa.string()
-            flagged = pc.match_substring_regex(values.cast(text, safe=False), gate)
         out: list[bytes | None] = [None] * len(values)
-        for i in pc.indices_nonzero(pc.fill_null(flagged, False)).to_pylist():
+        for i in redact.flagged(values, redactor):
             replaced, count = redact.redact_bytes(values[i].as_py(), redactor)
             if count:
                 out[i] = replaced

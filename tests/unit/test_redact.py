@@ -14,10 +14,13 @@ from pyspark.sql import SparkSession
 
 from lineage.events.redact import (
     DEFAULT,
+    GATE_MIN_VALUES,
     MARKER,
     build_redactor,
     builtin_rules,
+    flagged,
     redact_bytes,
+    redact_many,
     redact_text,
     without_credentials,
 )
@@ -185,6 +188,22 @@ def test_bytes_that_are_not_utf8_are_returned_unchanged() -> None:
     raw = b"\xff\xfe password=abc"
     assert redact_bytes(raw) == (raw, 0)
     assert redact_bytes(b"password=abc") == (f"password={MARKER}".encode(), 1)
+
+
+@pytest.mark.parametrize("extra", [[], [r"ACME-[0-9]{6}"]], ids=["literal gate", "extra patterns, no gate"])
+def test_the_intakes_many_at_once_redacts_as_one_by_one(extra: list[str]) -> None:
+    redactor = build_redactor(allow_keys=[r"kafka\.key\.serializer"], extra_patterns=extra)
+    values = [t.encode() for t, _ in SECRETS] + [t.encode() for t in CLEAN]
+    values += [b"\xff\xfe password=abc", b"", '{"m": "ACME-000001 \u212aey=x"}'.encode()]
+    expected = [redact_bytes(v, redactor) for v in values]
+    assert len(values) >= GATE_MIN_VALUES  # the gate's path, not the one-by-one path of a few values
+    assert redact_many(values, redactor) == expected
+    assert redact_many(values[:2], redactor) == expected[:2]
+    assert sum(n for _, n in expected) >= len(SECRETS)
+    # Only the values holding a literal are searched by the rules (all of them without a gate).
+    picked = set(flagged(pa.array(values, pa.binary()), redactor))
+    assert {i for i, (_, n) in enumerate(expected) if n} <= picked
+    assert (len(picked) == len(values)) == bool(extra)
 
 
 @pytest.mark.parametrize("extra", [[], [r"ACME-[0-9]{6}"]], ids=["literal gate", "extra patterns, no gate"])
