@@ -437,6 +437,33 @@ class LineageStore:
             return node, field_name
 
     # -- traversal ---------------------------------------------------------------------------------------
+    @cached_property
+    def _walk_tables(self) -> dict[str, dict[tuple[str, str], Any]]:
+        """granularity -> :meth:`_edges_by_hop` without ``as_of`` (the same for every walk of this store)."""
+        return {}
+
+    @cached_property
+    def _adjacency(self) -> dict[str, dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]]]:
+        """granularity -> (walk, from kind) -> key -> the edges leaving it, once :meth:`index_walks` ran."""
+        return {}
+
+    def index_walks(self, granularity: str = GRANULARITY_JOB) -> None:
+        """Adjacency lists of the edges, for the walks without ``as_of`` of a long-lived store.
+
+        Without them each hop of a walk is a pass over every edge (one vectorised filter: right for the CLI,
+        which walks once per process); with them a hop costs what it reaches. The read API builds them
+        when it loads a build (:meth:`lineage.serve.index.IndexedStore.warm`).
+        """
+        lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] = {}
+        for side, table in self._edges_by_hop(None, granularity).items():
+            key = "dataset_id" if side[1] == DATASET else "job_key"
+            found: dict[str, list[tuple[str, str, str, str]]] = {}
+            columns = (key, "dataset_id", "job_namespace", "job_name", "direction")
+            for row in zip(*(python_values(table.column(c)) for c in columns), strict=True):
+                found.setdefault(row[0], []).append(row[1:])
+            lists[side] = found
+        self._adjacency[granularity] = lists
+
     def _edges_by_hop(
         self, as_of: datetime | None, granularity: str = GRANULARITY_JOB
     ) -> dict[tuple[str, str], Any]:
@@ -444,8 +471,15 @@ class LineageStore:
 
         Only edges first seen by ``as_of`` and only edges to datasets of the ``datasets`` table. Upstream a
         dataset is left by its producers' ``output`` edges and a job by its ``input`` edges; downstream the
-        other way round.
+        other way round. Without ``as_of`` the split is kept for the next walk of this store.
         """
+        if as_of is None:
+            if granularity not in self._walk_tables:
+                self._walk_tables[granularity] = self._split_edges(None, granularity)
+            return self._walk_tables[granularity]
+        return self._split_edges(as_of, granularity)
+
+    def _split_edges(self, as_of: datetime | None, granularity: str) -> dict[tuple[str, str], Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -509,6 +543,7 @@ class LineageStore:
         result = Traversal(root, direction, depth)
         walks = [UPSTREAM, DOWNSTREAM] if direction == BOTH else [direction]
         by_hop = self._edges_by_hop(as_of, granularity) if via != VIA_DEPENDENCIES else None
+        lists = self._adjacency.get(granularity) if as_of is None and by_hop is not None else None
         result.hops[root] = 0
         reached_ids: set[str] = set()
         found: list[
@@ -516,7 +551,7 @@ class LineageStore:
         ] = []
         for walk in walks:
             steps = self._dependency_steps(walk, granularity) if via != VIA_DATASETS else None
-            datasets, jobs, edges = self._walk(by_hop, walk, root, depth, steps, result)
+            datasets, jobs, edges = self._walk(by_hop, lists, walk, root, depth, steps, result)
             reached_ids.update(datasets)
             found.append((datasets, jobs, edges))
         nodes = self.nodes_of(reached_ids)
@@ -539,6 +574,7 @@ class LineageStore:
     def _walk(
         self,
         by_hop: dict[tuple[str, str], Any] | None,
+        lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] | None,
         walk: str,
         root: Node,
         depth: int | None,
@@ -562,7 +598,7 @@ class LineageStore:
             next_jobs: set[tuple[str, str]] = set()
             if frontier_ds and by_hop is not None:
                 for ds_id, namespace, name, kind in _leaving(
-                    by_hop[(walk, DATASET)], "dataset_id", frontier_ds
+                    by_hop, lists, (walk, DATASET), "dataset_id", frontier_ds
                 ):
                     edges.add((ds_id, (namespace, name), kind))
                     if (namespace, name) not in jobs:
@@ -578,7 +614,7 @@ class LineageStore:
                             next_jobs.add(other)
             if frontier_jobs and by_hop is not None:
                 keys = {f"{ns}\x00{n}" for ns, n in frontier_jobs}
-                for ds_id, namespace, name, kind in _leaving(by_hop[(walk, JOB)], "job_key", keys):
+                for ds_id, namespace, name, kind in _leaving(by_hop, lists, (walk, JOB), "job_key", keys):
                     edges.add((ds_id, (namespace, name), kind))
                     if ds_id not in datasets:
                         datasets[ds_id] = hop + 1
@@ -825,9 +861,19 @@ _PY_MIN_MICROS = -62135596800 * 1_000_000
 _PY_MAX_MICROS = 253402300799 * 1_000_000 + 999_999
 
 
-def _leaving(table: Any, key: str, values: set[str]) -> Iterable[tuple[Any, ...]]:
-    """(dataset id, job namespace, job name, direction) of the edges whose ``key`` column is in ``values``."""
-    return _rows_in(table, key, values, ("dataset_id", "job_namespace", "job_name", "direction"))
+def _leaving(
+    by_hop: dict[tuple[str, str], Any],
+    lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] | None,
+    side: tuple[str, str],
+    key: str,
+    values: set[str],
+) -> Iterable[tuple[Any, ...]]:
+    """(dataset id, job namespace, job name, direction) of the edges of ``side`` whose ``key`` is in
+    ``values``: from the adjacency lists when built, else one filter of the side's Arrow rows."""
+    if lists is not None:
+        leaving = lists[side]
+        return [edge for value in values for edge in leaving.get(value, ())]
+    return _rows_in(by_hop[side], key, values, ("dataset_id", "job_namespace", "job_name", "direction"))
 
 
 def _variants(key: str) -> list[str]:

@@ -123,7 +123,7 @@ class IndexedStore(LineageStore):
             "job_io",
         ):
             getattr(self, name)
-        self._edges_by_hop(None)
+        self.index_walks()
         return self
 
     @cached_property
