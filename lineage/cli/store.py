@@ -332,8 +332,13 @@ class LineageStore:
 
     def _exact(self, key: str) -> set[Node]:
         """The nodes one of whose full names is ``key`` (any spelling of :func:`_variants`, with or without a
-        trailing slash): what :attr:`_names` would answer, computed on the name columns without building
-        the whole dictionary."""
+        trailing slash): what :attr:`_names` answers. Looked up there when it is built (the read API's warm
+        store); otherwise computed on the name columns, without building the whole dictionary for one
+        question (the CLI: one question per process, where a pass over the columns is cheaper)."""
+        if "_names" in self.__dict__:
+            names = self._names
+            spellings = {v for k in _variants(key) for v in (k, k.rstrip("/"))}
+            return {node for spelled in spellings for node in names.get(spelled, ())}
         import pyarrow as pa
         import pyarrow.compute as pc
 
