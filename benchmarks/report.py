@@ -21,8 +21,6 @@ GOAL_QUERY_P95_S = 1.0
 # "Build cost proportional to new events": the same +10,000 events cost at most this much more on tier M's
 # history than on tier S's.
 GOAL_HISTORY_RATIO = 1.5
-# Hand-written profiling notes with before/after numbers, embedded in BENCHMARKS.md after the goals (the
-# rest of the report is generated from the results and would overwrite anything written into it).
 # Issue 15 (HTTP intake) and issue 20 (read API).
 GOAL_INTAKE_RATIO = 10
 GOAL_INTAKE_BATCH_EVENTS_PER_S = 20_000
@@ -30,6 +28,8 @@ GOAL_INTAKE_P99_MS = 50.0
 GOAL_API_P95_MS = 50.0
 GOAL_API_RENTGEN_RATIO = 10
 INTAKE_RESULTS = "intake.json"  # written by `python -m benchmarks.intake` beside the tiers' results
+# Hand-written profiling notes with before/after numbers, embedded in BENCHMARKS.md after the goals (the
+# rest of the report is generated from the results and would overwrite anything written into it).
 TUNING_NOTES = Path("docs/benchmark-tuning.md")
 SOAK_NOTES = Path("docs/benchmark-soak.md")  # written by `python -m benchmarks.soak report`
 
@@ -353,6 +353,10 @@ def _scaling(results: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("met" if ok else "**not met**")
+
+
 def _goals(results: dict[str, dict[str, Any]]) -> list[str]:
     def best(path: Sequence[str]) -> tuple[str, float] | None:
         for tier in ("L", "M", "S"):
@@ -362,45 +366,42 @@ def _goals(results: dict[str, dict[str, Any]]) -> list[str]:
                     return tier, float(value)
         return None
 
-    def verdict(ok: bool | None) -> str:
-        return "not measured" if ok is None else ("met" if ok else "**not met**")
-
     lines = ["## Goals of issue 6 on this 2-core machine", "", "| goal | measured | |", "| --- | --- | --- |"]
     ing = best(("stages", "ingest", "ingest", "events_per_s", "median"))
     lines.append(
         f"| ingestion ≥ {GOAL_INGEST_EVENTS_PER_S:,} events/s of mixed events | "
         + (f"{ing[1]:,.0f} (tier {ing[0]})" if ing else "-")
-        + f" | {verdict(ing[1] >= GOAL_INGEST_EVENTS_PER_S if ing else None)} |"
+        + f" | {_verdict(ing[1] >= GOAL_INGEST_EVENTS_PER_S if ing else None)} |"
     )
     ratio = best(("stages", "ingest", "ratio_to_parse_only"))
     lines.append(
         "| ingestion ≥ 50% of the parse-only bound | "
         + (f"{ratio[1]:.0%} (tier {ratio[0]})" if ratio else "-")
-        + f" | {verdict(ratio[1] >= GOAL_RATIO_TO_PARSE if ratio else None)} |"
+        + f" | {_verdict(ratio[1] >= GOAL_RATIO_TO_PARSE if ratio else None)} |"
     )
     full_m = _get(results.get("M", {}), "stages", "build", "full", "seconds", "median")
     lines.append(
         f"| full build of 1M events ≤ {GOAL_FULL_BUILD_1M_S} s (tier M) | "
         + (f"{full_m:,.0f} s" if full_m else "tier M not measured")
-        + f" | {verdict(full_m <= GOAL_FULL_BUILD_1M_S if full_m else None)} |"
+        + f" | {_verdict(full_m <= GOAL_FULL_BUILD_1M_S if full_m else None)} |"
     )
     share = best(("stages", "build", "incremental", "share_of_full"))
     lines.append(
         "| incremental 1% ≤ 15% of full | "
         + (f"{share[1]:.0%} (tier {share[0]})" if share else "-")
-        + f" | {verdict(share[1] <= GOAL_INCREMENTAL_SHARE if share else None)} |"
+        + f" | {_verdict(share[1] <= GOAL_INCREMENTAL_SHARE if share else None)} |"
     )
     rentgen = best(("stages", "rentgen", "ratio"))
     lines.append(
         f"| ≥ {GOAL_RENTGEN_RATIO}x Data.Rentgen's consumer on the same box | "
         + (f"{rentgen[1]:.1f}x (tier {rentgen[0]})" if rentgen else "-")
-        + f" | {verdict(rentgen[1] >= GOAL_RENTGEN_RATIO if rentgen else None)} |"
+        + f" | {_verdict(rentgen[1] >= GOAL_RENTGEN_RATIO if rentgen else None)} |"
     )
     worst = _get(results.get("M", {}), "stages", "queries", "p95_max_s")
     lines.append(
         f"| CLI query p95 ≤ {GOAL_QUERY_P95_S:.0f} s on tier M (worst of the 12 queries) | "
         + (f"{worst:.2f} s" if worst is not None else "tier M not measured")
-        + f" | {verdict(worst <= GOAL_QUERY_P95_S if worst is not None else None)} |"
+        + f" | {_verdict(worst <= GOAL_QUERY_P95_S if worst is not None else None)} |"
     )
     return lines
 
@@ -565,10 +566,6 @@ def _intake(intake: dict[str, Any] | None) -> list[str]:
 
 def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | None) -> list[str]:
     """Goals of issue 15 (HTTP intake) and issue 20 (read API) on this machine."""
-
-    def verdict(ok: bool | None) -> str:
-        return "not measured" if ok is None else ("met" if ok else "**not met**")
-
     lines = ["## Goals of issues 15 and 20 on this 2-core machine", "", "| goal | measured | |"]
     lines.append("| --- | --- | --- |")
     ours = (intake or {}).get("ours") or {}
@@ -576,20 +573,20 @@ def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | 
     lines.append(
         f"| intake ≥ {GOAL_INTAKE_RATIO}x Data.Rentgen's http2kafka events/s (single events) | "
         + (f"{ratio:.1f}x" if ratio is not None else "-")
-        + f" | {verdict(ratio >= GOAL_INTAKE_RATIO if ratio is not None else None)} |"
+        + f" | {_verdict(ratio >= GOAL_INTAKE_RATIO if ratio is not None else None)} |"
     )
     batch = (ours.get("batch") or {}).get("events_per_s")
     lines.append(
         f"| intake ≥ {GOAL_INTAKE_BATCH_EVENTS_PER_S:,} events/s with batch requests | "
         + (f"{batch:,.0f}" if batch is not None else "-")
-        + f" | {verdict(batch >= GOAL_INTAKE_BATCH_EVENTS_PER_S if batch is not None else None)} |"
+        + f" | {_verdict(batch >= GOAL_INTAKE_BATCH_EVENTS_PER_S if batch is not None else None)} |"
     )
     p99 = (ours.get("rate") or {}).get("p99_ms")
     rate = ((intake or {}).get("settings") or {}).get("rate", "1000")
     lines.append(
         f"| intake p99 ≤ {GOAL_INTAKE_P99_MS:.0f} ms for single events at {float(rate):,.0f} events/s | "
         + (f"{p99:.1f} ms" if p99 is not None else "-")
-        + f" | {verdict(p99 <= GOAL_INTAKE_P99_MS if p99 is not None else None)} |"
+        + f" | {_verdict(p99 <= GOAL_INTAKE_P99_MS if p99 is not None else None)} |"
     )
     m_rows = _get(results.get("M", {}), "stages", "queries", "read_api", "rows") or []
     deepest = max((r["depth"] for r in m_rows), default=None)
@@ -598,7 +595,7 @@ def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | 
     lines.append(
         f"| read API p95 ≤ {GOAL_API_P95_MS:.0f} ms, deepest lineage of the most-read dataset, tier M | "
         + (f"{worst:.1f} ms (upstream or downstream)" if worst is not None else "tier M not measured")
-        + f" | {verdict(worst <= GOAL_API_P95_MS if worst is not None else None)} |"
+        + f" | {_verdict(worst <= GOAL_API_P95_MS if worst is not None else None)} |"
     )
     ratios = []
     for tier, r in results.items():
@@ -612,7 +609,7 @@ def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | 
     lines.append(
         f"| read API ≥ {GOAL_API_RENTGEN_RATIO}x faster than Data.Rentgen's endpoint, every question (p95) | "
         + (f"{low[0]:,.0f}x at the least ({len(ratios)} questions, tier {tiers})" if low else "-")
-        + f" | {verdict(low[0] >= GOAL_API_RENTGEN_RATIO if low else None)} |"
+        + f" | {_verdict(low[0] >= GOAL_API_RENTGEN_RATIO if low else None)} |"
     )
     index = _get(results.get("M", {}), "stages", "queries", "read_api", "index_bytes")
     rss = _get(results.get("M", {}), "stages", "queries", "read_api", "server_rss_mib")

@@ -244,11 +244,17 @@ class SparkSettings(_Section):
                 raise ValueError(f"spark.auth_secret_file {self.auth_secret_file} is empty")
         else:
             return {}
-        return {
-            "spark.authenticate": "true",
-            "spark.authenticate.secret": secret,
-            "spark.network.crypto.enabled": "true",
-        }
+        return spark_auth_properties(secret)
+
+
+def spark_auth_properties(secret: str) -> dict[str, str]:
+    """The Spark properties of RPC authentication and encryption with ``secret``: what a driver sets
+    (:meth:`SparkSettings.auth_properties`) and what a standalone master and its workers read."""
+    return {
+        "spark.authenticate": "true",
+        "spark.authenticate.secret": secret,
+        "spark.network.crypto.enabled": "true",
+    }
 
 
 class IngestSettings(_Section):

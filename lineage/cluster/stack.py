@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lineage.settings import LocalClusterSettings
+from lineage.settings import LocalClusterSettings, spark_auth_properties
 
 log = logging.getLogger(__name__)
 
@@ -271,16 +271,16 @@ class LocalStack:
             _write_private(self.spark_secret_file, secrets.token_urlsafe(32) + "\n")
         return self.spark_secret_file.read_text().strip()
 
+    @property
+    def daemon_properties_file(self) -> Path:
+        """The properties file of the master and the workers (``--properties-file``)."""
+        return self.root / "spark-daemons.conf"
+
     def daemon_properties(self) -> Path:
-        """The properties file of the master and the workers (``--properties-file``): RPC auth on."""
-        path = self.root / "spark-daemons.conf"
-        props = {
-            "spark.authenticate": "true",
-            "spark.authenticate.secret": self.spark_secret(),
-            "spark.network.crypto.enabled": "true",
-        }
-        _write_private(path, "".join(f"{k} {v}\n" for k, v in props.items()))
-        return path
+        """Write :attr:`daemon_properties_file`: RPC authentication and encryption with the secret."""
+        props = spark_auth_properties(self.spark_secret())
+        _write_private(self.daemon_properties_file, "".join(f"{k} {v}\n" for k, v in props.items()))
+        return self.daemon_properties_file
 
     # -- services ----------------------------------------------------------------------------------------
     def _jar(self, profile: str, prefix: str) -> Path:
@@ -376,7 +376,7 @@ class LocalStack:
                 "--webui-port",
                 str(self.settings.master_ui_port),
                 "--properties-file",
-                str(self.root / "spark-daemons.conf"),
+                str(self.daemon_properties_file),
             ],
             self.root / "master",
             self.settings.master_port,
@@ -412,7 +412,7 @@ class LocalStack:
                 "--work-dir",
                 str(folder / "work"),
                 "--properties-file",
-                str(self.root / "spark-daemons.conf"),
+                str(self.daemon_properties_file),
                 self.master_url,
             ],
             folder,
