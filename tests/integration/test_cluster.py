@@ -3,7 +3,9 @@
 One pass through the pipeline (module fixture ``on_cluster``), checked from several sides:
 
 1. the ingestion is spark-submitted (availableNow, 120 offsets per batch); mid-stream worker 1 and its
-   executor are SIGKILLed and the worker restarted: the application carries on;
+   executor are SIGKILLed and the worker restarted: the application carries on; then, with new messages in
+   the topic, another submitted ingestion loses its driver mid-stream (spark-submit and the Python driver
+   SIGKILLed together) and the next ingestion resumes from the checkpoint in the bucket;
 2. a second ingestion (processing-time trigger) and the first build run side by side on one core each; new
    events are published once the build has committed its first step, so the ingestion commits to the
    shared REST catalog while the build runs;
@@ -18,6 +20,7 @@ embedded ones; executors on both workers ran tasks; the CLI answers from the RES
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -50,6 +53,7 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 NOW_ARG = "2026-11-22T12:00:00Z"
 FIRST_MIXED = 600
 SECOND_MIXED = 100
+DRIVER_LOSS_MIXED = 1200  # ten batches of 120 offsets: the driver is killed after the first has landed
 
 
 @dataclass
@@ -59,6 +63,7 @@ class ClusterRun:
     logs: Path
     submitted: dict[str, Submitted] = field(default_factory=dict)
     killed_at: int = 0
+    driver_killed: tuple[int, int] = (0, 0)  # rows landed before that ingestion started, and at its kill
     build_window_ms: tuple[int, int] = (0, 0)
     tables: dict[str, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
     lineage_events: list[dict[str, Any]] = field(default_factory=list)
@@ -188,6 +193,33 @@ def on_cluster(
     worker.start()
     run.submitted["ingest-1"] = _wait_done(first, log)
 
+    # 1b. The driver lost mid-stream: the whole spark-submit session SIGKILLed (the JVM and the Python driver
+    # in client mode), as a node failure or an OOM killer would. Step 2's ingestion resumes from the checkpoint.
+    before = _landed_count(settings, topic)
+    publish_raw(
+        kafka_broker.bootstrap_servers,
+        topic,
+        _mixed_messages(DRIVER_LOSS_MIXED),
+        kafka_broker.max_message_bytes,
+    )
+    log = logs / "ingest-driver-killed.log"
+    doomed = _start_logged(
+        cluster,
+        log,
+        "ingest",
+        "--trigger",
+        "availableNow",
+        LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER="120",
+        **env,
+    )
+    wait_for(
+        lambda: _landed_count(settings, topic) > before or doomed.poll() is not None, 600, "a batch landed"
+    )
+    assert doomed.poll() is None, log.read_text()[-3000:]
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(timeout=60)
+    run.driver_killed = (before, _landed_count(settings, topic))
+
     # 2. A streaming ingestion and the first build side by side (one core each) on the same catalog.
     log_ingest, log_build = logs / "ingest-2.log", logs / "build-1.log"
     one_core = {"spark.cores.max": "1"}
@@ -256,6 +288,16 @@ def test_worker_loss_mid_stream_lands_every_offset_exactly_once(
     assert "ExecutorLostFailure" in on_cluster.submitted["ingest-1"].output or "lost" in (
         on_cluster.submitted["ingest-1"].output.lower()
     )
+
+
+def test_driver_loss_mid_stream_lands_every_offset_exactly_once(
+    on_cluster: ClusterRun, kafka_broker: LocalKafka
+) -> None:
+    before, at_kill = on_cluster.driver_killed
+    assert before < at_kill < before + DRIVER_LOSS_MIXED, f"not killed mid-stream: {on_cluster.driver_killed}"
+    landed = _landed(on_cluster.settings, on_cluster.topic)
+    assert len(landed) == len(set(landed)), "duplicates"
+    assert landed == expected_coordinates(kafka_broker, on_cluster.topic)
 
 
 def test_executors_on_both_workers_ran_tasks(on_cluster: ClusterRun, cluster: Cluster) -> None:
