@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -430,29 +431,35 @@ def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
 
 
 def node_json(store: LineageStore, node: Node) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": node.id,
-        "kind": node.kind,
-        "namespace": node.namespace,
-        "name": node.name,
-        "label": node.label,
-    }
-    if node.kind == JOB:
-        summary = store.job_summary.get((node.namespace, node.name), {})
-        data["state"] = summary.get("last_run_state")
-        data["last_run_id"] = summary.get("last_run_id")
+    """A node's JSON object, made once per store: callers copy it before adding to it (the read API's
+    store answers many questions from one build, and large answers hold thousands of nodes)."""
+    data = store.node_payloads.get(node)
+    if data is None:
+        data = {
+            "id": node.id,
+            "kind": node.kind,
+            "namespace": node.namespace,
+            "name": node.name,
+            "label": node.label,
+        }
+        if node.kind == JOB:
+            data["state"], data["last_run_id"] = store.job_state(node.namespace, node.name)
+        store.node_payloads[node] = data
     return data
 
 
 def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None) -> dict[str, Any]:
-    nodes = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].kind, item[0].label))
+    # Nodes by (hops, kind, label), the root (the one node at 0 hops) left out; edges by (source, target).
+    # Sorted as tuples before any JSON object is made: a deep walk from a hub holds thousands of each.
+    nodes = sorted(((h, n.kind, n.label, n) for n, h in walk.hops.items() if h), key=itemgetter(0, 1, 2))
+    edges = sorted(edge_ends(*edge) for edge in walk.edges)
     data: dict[str, Any] = {
-        "root": node_json(store, walk.root),
+        "root": dict(node_json(store, walk.root)),
         "direction": walk.direction,
         "depth": walk.depth,
         "as_of": output.iso(as_of),
-        "nodes": [{**node_json(store, n), "hops": h} for n, h in nodes if n != walk.root],
-        "edges": sorted((edge_json(*edge) for edge in walk.edges), key=lambda e: (e["source"], e["target"])),
+        "nodes": [{**node_json(store, n), "hops": h} for h, _, _, n in nodes],
+        "edges": [{"source": source, "target": target, "kind": kind} for source, target, kind in edges],
     }
     if walk.job_links:
         data["dependencies"] = sorted(
@@ -467,10 +474,13 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
     return data
 
 
-def edge_json(dataset: Node, job: Node, kind: str) -> dict[str, str]:
-    """A dataset -> job (input) or job -> dataset (output) edge."""
+EDGE_KEYS = ("source", "target", "kind")
+
+
+def edge_ends(dataset: Node, job: Node, kind: str) -> tuple[str, str, str]:
+    """(source id, target id, kind) of a dataset -> job (input) or job -> dataset (output) edge."""
     source, target = (dataset, job) if kind == "input" else (job, dataset)
-    return {"source": source.id, "target": target.id, "kind": kind}
+    return source.id, target.id, kind
 
 
 def dependency_json(upstream: Node, downstream: Node, source: str) -> dict[str, str]:
@@ -606,7 +616,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
             }
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)
-    edges = [edge_json(*edge) for edge in sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))]
+    ordered = sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))
+    edges = [dict(zip(EDGE_KEYS, edge_ends(*edge), strict=True)) for edge in ordered]
     links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
     edges += [dependency_json(*link) for link in links]
     column_edges = []

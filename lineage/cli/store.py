@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lineage.settings import Settings
 
@@ -79,18 +79,26 @@ def parse_time(text: str, *, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-@dataclass(frozen=True)
-class Node:
+class _NodeKey(NamedTuple):
     kind: str
     namespace: str
     name: str
     dataset_id: str | None = None
 
-    @property
+
+class Node(_NodeKey):
+    """A job or a canonical dataset.
+
+    A named tuple, so hashing and equality run in C (a walk does both hundreds of thousands of times for a
+    large answer: a frozen dataclass's Python ``__hash__``/``__eq__`` took 12 ms of a 6,633-node answer at
+    tier M); a subclass without ``__slots__``, so ``id`` and ``label`` are kept once computed.
+    """
+
+    @cached_property
     def id(self) -> str:
         return node_id(self.kind, self.namespace, self.name)
 
-    @property
+    @cached_property
     def label(self) -> str:
         if self.kind == DATASET:
             return display_name(self.namespace, self.name)
@@ -128,6 +136,8 @@ class LineageStore:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._catalog: Any = None
+        self._job_nodes: dict[tuple[str, str], Node] = {}
+        self.node_payloads: dict[Node, dict[str, Any]] = {}  # lineage.cli.main.node_json's, per node
 
     # -- loading -----------------------------------------------------------------------------------------
     @property
@@ -218,7 +228,8 @@ class LineageStore:
         every dataset of the estate when it is not built yet."""
         wanted = set(dataset_ids)
         if "dataset_nodes" in self.__dict__ or not wanted:
-            return {i: self.dataset_nodes[i] for i in wanted if i in self.dataset_nodes}
+            known = self.dataset_nodes
+            return {i: node for i in wanted if (node := known.get(i)) is not None}
         found = _rows_in(self._dataset_columns, "dataset_id", wanted, _DATASET_KEY)
         return {i: Node(DATASET, ns, n, i) for i, ns, n in found}
 
@@ -257,6 +268,21 @@ class LineageStore:
     def jobs(self) -> dict[tuple[str, str], dict]:
         self.job_keys  # noqa: B018 -- the emptiness check
         return {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
+
+    def job_state(self, namespace: str, name: str) -> tuple[str | None, str | None]:
+        """(last run state, last run id) of a job: from :attr:`job_summary` when it is loaded, else from
+        two of its columns (a question shows a few jobs; their dicts for every job cost 50 ms at tier M)."""
+        if "job_summary" in self.__dict__:
+            summary = self.job_summary.get((namespace, name), {})
+            return summary.get("last_run_state"), summary.get("last_run_id")
+        return self._job_states.get((namespace, name), (None, None))
+
+    @cached_property
+    def _job_states(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+        columns = ("job_namespace", "job_name", "last_run_state", "last_run_id")
+        table = self.arrow("job_summary", columns)
+        ns, name, state, run = (table.column(c).to_pylist() for c in columns)
+        return {(a, b): (c, d) for a, b, c, d in zip(ns, name, state, run, strict=True)}
 
     @cached_property
     def job_summary(self) -> dict[tuple[str, str], dict]:
@@ -306,7 +332,12 @@ class LineageStore:
         return steps
 
     def job_node(self, namespace: str, name: str) -> Node:
-        return Node(JOB, namespace, name)
+        """The job's node, one object per job for the store's life (its id and label computed once)."""
+        key = (namespace, name)
+        node = self._job_nodes.get(key)
+        if node is None:
+            node = self._job_nodes[key] = Node(JOB, namespace, name)
+        return node
 
     # -- resolving names ---------------------------------------------------------------------------------
     @cached_property
@@ -335,19 +366,24 @@ class LineageStore:
         trailing slash): what :attr:`_names` answers. Looked up there when it is built (the read API's warm
         store); otherwise computed on the name columns, without building the whole dictionary for one
         question (the CLI: one question per process, where a pass over the columns is cheaper)."""
+        spellings = sorted({v for k in _variants(key) for v in (k, k.rstrip("/"))})
         if "_names" in self.__dict__:
             names = self._names
-            spellings = {v for k in _variants(key) for v in (k, k.rstrip("/"))}
             return {node for spelled in spellings for node in names.get(spelled, ())}
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        wanted = pa.array(sorted({v for k in _variants(key) for v in (k, k.rstrip("/"))}), pa.string())
+        wanted = pa.array(spellings, pa.string())
+        # A full name ends with the name (``ns/name``, or ``ns://name`` for a name starting with "/"), so
+        # only rows whose name, trailing slashes trimmed, is a suffix of a trimmed spelling can match: one
+        # pass picks them, and the names are spelled out for those few rows only.
+        suffixes = pa.array(sorted({w.rstrip("/")[i:] for w in spellings for i in range(len(w) + 1)}))
         found: set[Node] = set()
-        for table, ns_col, name_col in (
+        for whole, ns_col, name_col in (
             (self._dataset_columns, "namespace", "name"),
             (self._alias_columns, "alias_namespace", "alias_name"),
         ):
+            table = whole.filter(pc.is_in(pc.utf8_rtrim(whole.column(name_col), "/"), value_set=suffixes))
             ns, name = table.column(ns_col), table.column(name_col)
             plain = pc.binary_join_element_wise(ns, name, "/")
             glue = pc.if_else(pc.match_substring(ns, "://"), "", "://")
@@ -560,18 +596,21 @@ class LineageStore:
             reached_ids.update(datasets)
             found.append((datasets, jobs, edges))
         nodes = self.nodes_of(reached_ids)
+        hops, add_edge = result.hops, result.edges.add
         for datasets, jobs, edges in found:
             for ds_id, hop in datasets.items():
-                node = nodes.get(ds_id, root if ds_id == root.dataset_id else None)
-                if node is not None:
-                    result.hops[node] = min(hop, result.hops.get(node, hop))
-            for (namespace, name), hop in jobs.items():
-                node = self.job_node(namespace, name)
-                result.hops[node] = min(hop, result.hops.get(node, hop))
-            for ds_id, (namespace, name), kind in edges:
+                node = nodes.get(ds_id) or (root if ds_id == root.dataset_id else None)
+                if node is not None and hops.get(node, hop) >= hop:  # the fewest hops of both walks
+                    hops[node] = hop
+            job_nodes = {key: self.job_node(*key) for key in jobs}  # every edge's job was reached
+            for key, hop in jobs.items():
+                node = job_nodes[key]
+                if hops.get(node, hop) >= hop:
+                    hops[node] = hop
+            for ds_id, key, kind in edges:
                 dataset = nodes.get(ds_id)
                 if dataset is not None:
-                    result.edges.add((dataset, self.job_node(namespace, name), kind))
+                    add_edge((dataset, job_nodes.get(key) or self.job_node(*key), kind))
         if columns or field_name:
             self._walk_columns(result, walks, as_of, field_name)
         return result

@@ -193,8 +193,9 @@ def on_cluster(
     worker.start()
     run.submitted["ingest-1"] = _wait_done(first, log)
 
-    # 1b. The driver lost mid-stream: the whole spark-submit session SIGKILLed (the JVM and the Python driver
-    # in client mode), as a node failure or an OOM killer would. Step 2's ingestion resumes from the checkpoint.
+    # 1b. The driver lost mid-stream: the whole spark-submit session SIGKILLed (the JVM and the Python
+    # driver in client mode), as a node failure or an OOM killer would. Step 2's ingestion resumes from the
+    # checkpoint.
     before = _landed_count(settings, topic)
     publish_raw(
         kafka_broker.bootstrap_servers,

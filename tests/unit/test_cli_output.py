@@ -82,3 +82,17 @@ def test_timestamps_beyond_python_range_are_clamped_not_fatal() -> None:
 def test_timestamps_without_zone_are_clamped_too() -> None:
     naive = pa.array([253402300800_000_000, 1_000_000], pa.timestamp("us"))
     assert python_values(naive) == [datetime.max, datetime(1970, 1, 1, 0, 0, 1)]
+
+
+def test_json_text_is_the_standard_encoders_document_in_ascii() -> None:
+    """The CLI's JSON (orjson) reads back as the standard library's indented, sorted, ASCII-only text does,
+    character for character: controls, DEL, bidi overrides, accents and characters above the BMP escaped."""
+    data = {
+        "name": "x\u202ey\x1b]0;title\x07 \u00e9 \U0001f600 \x7f",
+        "numbers": [1, 2.5, None, True, 10**18, 1e16],
+        "seen": datetime(2026, 11, 20, 8, 0, tzinfo=UTC),
+        "empty": [[], {}],
+    }
+    text = output.json_text(data)
+    assert text == json.dumps(data, indent=2, sort_keys=True, default=str)
+    assert text.isascii() and "\x7f" not in text
