@@ -453,6 +453,7 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
     # Sorted as tuples before any JSON object is made: a deep walk from a hub holds thousands of each.
     nodes = sorted(((h, n.kind, n.label, n) for n, h in walk.hops.items() if h), key=itemgetter(0, 1, 2))
     edges = sorted(edge_ends(*edge) for edge in walk.edges)
+    store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
     data: dict[str, Any] = {
         "root": dict(node_json(store, walk.root)),
         "direction": walk.direction,
@@ -504,6 +505,7 @@ def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any
 
 
 def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) -> dict[str, Any]:
+    store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
     ordered = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label))
     return {
         "root": {**node_json(store, walk.root), "field": field_name},

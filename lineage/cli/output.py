@@ -127,6 +127,7 @@ def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None
     if not nodes:
         echo(f"  nothing {walk.direction}")
     else:
+        store.fetch_job_states((n.namespace, n.name) for n, _ in nodes if n.kind != DATASET)
         table(
             ["hops", "kind", "node", "state"],
             [

@@ -137,6 +137,7 @@ class LineageStore:
         self.settings = settings
         self._catalog: Any = None
         self._job_nodes: dict[tuple[str, str], Node] = {}
+        self._job_states: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.node_payloads: dict[Node, dict[str, Any]] = {}  # lineage.cli.main.node_json's, per node
 
     # -- loading -----------------------------------------------------------------------------------------
@@ -227,7 +228,9 @@ class LineageStore:
         """The dataset nodes of some ids (unknown ids left out), without building :attr:`dataset_nodes` for
         every dataset of the estate when it is not built yet."""
         wanted = set(dataset_ids)
-        if "dataset_nodes" in self.__dict__ or not wanted:
+        if not wanted:
+            return {}
+        if "dataset_nodes" in self.__dict__:
             known = self.dataset_nodes
             return {i: node for i in wanted if (node := known.get(i)) is not None}
         found = _rows_in(self._dataset_columns, "dataset_id", wanted, _DATASET_KEY)
@@ -271,18 +274,37 @@ class LineageStore:
 
     def job_state(self, namespace: str, name: str) -> tuple[str | None, str | None]:
         """(last run state, last run id) of a job: from :attr:`job_summary` when it is loaded, else from
-        two of its columns (a question shows a few jobs; their dicts for every job cost 50 ms at tier M)."""
+        two of its columns for the jobs asked about (:meth:`fetch_job_states`): a question shows a few
+        jobs, and a dict of every job's summary costs 50 ms at tier M."""
         if "job_summary" in self.__dict__:
             summary = self.job_summary.get((namespace, name), {})
             return summary.get("last_run_state"), summary.get("last_run_id")
-        return self._job_states.get((namespace, name), (None, None))
+        key = (namespace, name)
+        if key not in self._job_states:
+            self.fetch_job_states([key])
+        return self._job_states[key]
+
+    def fetch_job_states(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Read the states of these jobs in one filter of ``job_summary`` (a job without one: none)."""
+        wanted = {key for key in keys if key not in self._job_states}
+        if not wanted or "job_summary" in self.__dict__:
+            return
+        columns = ("job_namespace", "job_name", "last_run_state", "last_run_id")
+        table = self._job_state_columns
+        for namespace, name, state, run_id in _rows_in(
+            table, "job_key", {f"{a}\x00{b}" for a, b in wanted}, columns
+        ):
+            self._job_states[(namespace, name)] = (state, run_id)
+        for key in wanted:
+            self._job_states.setdefault(key, (None, None))
 
     @cached_property
-    def _job_states(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
-        columns = ("job_namespace", "job_name", "last_run_state", "last_run_id")
-        table = self.arrow("job_summary", columns)
-        ns, name, state, run = (table.column(c).to_pylist() for c in columns)
-        return {(a, b): (c, d) for a, b, c, d in zip(ns, name, state, run, strict=True)}
+    def _job_state_columns(self) -> Any:
+        import pyarrow.compute as pc
+
+        table = self.arrow("job_summary", ("job_namespace", "job_name", "last_run_state", "last_run_id"))
+        key = pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00")
+        return table.append_column("job_key", key)
 
     @cached_property
     def job_summary(self) -> dict[tuple[str, str], dict]:
