@@ -129,6 +129,27 @@ def _start_logged(cluster: Cluster, log: Path, job: str, *args: str, **kwargs: A
         )
 
 
+def _ingesting_until(
+    cluster: Cluster, log: Path, env: dict[str, str], settings: Settings, rows: int
+) -> subprocess.Popen[str]:
+    """A submitted ingestion (availableNow, 120 offsets per batch), still running once ``rows`` rows of
+    its topic have landed."""
+    process = _start_logged(
+        cluster,
+        log,
+        "ingest",
+        "--trigger",
+        "availableNow",
+        LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER="120",
+        **env,
+    )
+    topic = env["LINEAGE__KAFKA__TOPIC"]
+    landed_or_ended = lambda: _landed_count(settings, topic) >= rows or process.poll() is not None  # noqa: E731
+    wait_for(landed_or_ended, 600, f"{rows} rows landed")
+    assert process.poll() is None, log.read_text()[-3000:]
+    return process
+
+
 def _wait_done(process: subprocess.Popen[str], log: Path, timeout: float = 900) -> Submitted:
     process.wait(timeout=timeout)
     return finished(process, log.read_text())
@@ -173,20 +194,8 @@ def on_cluster(
 
     # 1. Ingestion in batches of 150 offsets; worker 1 and its executor lost mid-stream, then back.
     log = logs / "ingest-1.log"
-    first = _start_logged(
-        cluster,
-        log,
-        "ingest",
-        "--trigger",
-        "availableNow",
-        LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER="120",
-        **env,
-    )
-    wait_for(
-        lambda: _landed_count(settings, topic) >= 240 or first.poll() is not None, 600, "240 rows landed"
-    )
+    first = _ingesting_until(cluster, log, env, settings, 240)
     run.killed_at = _landed_count(settings, topic)
-    assert first.poll() is None, log.read_text()[-3000:]
     worker = cluster.stack.worker(0)
     worker.kill()
     time.sleep(3)
@@ -203,20 +212,7 @@ def on_cluster(
         _mixed_messages(DRIVER_LOSS_MIXED),
         kafka_broker.max_message_bytes,
     )
-    log = logs / "ingest-driver-killed.log"
-    doomed = _start_logged(
-        cluster,
-        log,
-        "ingest",
-        "--trigger",
-        "availableNow",
-        LINEAGE__INGEST__MAX_OFFSETS_PER_TRIGGER="120",
-        **env,
-    )
-    wait_for(
-        lambda: _landed_count(settings, topic) > before or doomed.poll() is not None, 600, "a batch landed"
-    )
-    assert doomed.poll() is None, log.read_text()[-3000:]
+    doomed = _ingesting_until(cluster, logs / "ingest-driver-killed.log", env, settings, before + 1)
     os.killpg(doomed.pid, signal.SIGKILL)
     doomed.wait(timeout=60)
     run.driver_killed = (before, _landed_count(settings, topic))
