@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
 from pathlib import Path
@@ -460,7 +460,7 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
         "depth": walk.depth,
         "as_of": output.iso(as_of),
         "nodes": [{**node_json(store, n), "hops": h} for h, _, _, n in nodes],
-        "edges": [{"source": source, "target": target, "kind": kind} for source, target, kind in edges],
+        "edges": edge_objects(edges),
     }
     if walk.job_links:
         data["dependencies"] = sorted(
@@ -475,7 +475,9 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
     return data
 
 
-EDGE_KEYS = ("source", "target", "kind")
+def edge_objects(ends: Iterable[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """The JSON objects of edges given as :func:`edge_ends`, in that order."""
+    return [{"source": source, "target": target, "kind": kind} for source, target, kind in ends]
 
 
 def edge_ends(dataset: Node, job: Node, kind: str) -> tuple[str, str, str]:
@@ -619,7 +621,7 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)
     ordered = sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))
-    edges = [dict(zip(EDGE_KEYS, edge_ends(*edge), strict=True)) for edge in ordered]
+    edges = edge_objects(edge_ends(*edge) for edge in ordered)
     links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
     edges += [dependency_json(*link) for link in links]
     column_edges = []
