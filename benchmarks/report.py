@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ SOAK_NOTES = Path("docs/benchmark-soak.md")  # written by `python -m benchmarks.
 
 
 def load_results(folder: Path) -> dict[str, dict[str, Any]]:
-    """The latest results of each tier, in S, M, L order."""
+    """The latest results of each tier, in S, M, L order (``--stack cluster`` runs: ``folder/cluster``)."""
     found = {}
     for tier in TIER_ORDER:
         path = folder / f"{tier}.json"
@@ -114,6 +115,7 @@ def render(
     tuning: str = "",
     soak: str = "",
     intake: dict[str, Any] | None = None,
+    cluster: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     if not results:
         return "# Benchmarks\n\nNo results yet: run `make bench-quick` or `make bench`.\n"
@@ -144,6 +146,8 @@ def render(
         out += ["", history]
     out += ["", *_scaling(results), "", *_queries(results), "", *_intake(intake), "", *_goals(results)]
     out += ["", *_service_goals(results, intake)]
+    if cluster:
+        out += ["", *_scale_out(results, cluster)]
     if tuning:
         out += ["", tuning.strip()]
     if soak:
@@ -621,6 +625,96 @@ def _service_goals(results: dict[str, dict[str, Any]], intake: dict[str, Any] | 
     return lines
 
 
+# The jobs of the scale-out comparison: (label, stage, path to its runs in the results, its count of events).
+SCALE_OUT_JOBS = (
+    ("Read-only bound (Kafka read, `noop` sink)", "ingest", ("read_only",), "rows_in"),
+    ("Parse-only bound (read + envelope parse)", "ingest", ("parse_only",), "rows_in"),
+    ("Ingestion into `raw.events`", "ingest", ("ingest",), "landed"),
+    ("First build (extracts every event)", "build", ("first",), "events"),
+    ("Full build (`--full-refresh`)", "build", ("full",), "events"),
+    ("Incremental build after +1% events", "build", ("incremental",), "new_events"),
+    (f"History: incremental build of +{HISTORY_EVENTS:,} events", "build", ("history",), "new_events"),
+)
+SCALE_OUT_WORKERS = (4, 8)
+
+
+def stage_runs(result: dict[str, Any], stage: str, path: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The job runs of one measurement (a single run, such as the build stage's ``first``: a list of one)."""
+    node = _get(result, "stages", stage, *path)
+    if not isinstance(node, dict) or node.get("status") == "failed":
+        return []
+    if "runs" in node:
+        return [r for r in node["runs"] if isinstance(r, dict)]
+    return [node] if "work_s" in node else []
+
+
+def task_split(run: dict[str, Any]) -> tuple[float, float] | None:
+    """(executors' task seconds, seconds outside them) of a cluster job run; None without its executors.
+
+    The model for N workers starts here: the task time (summed over executors, from the history server)
+    spreads evenly over every executor core; what the job's time holds beyond its measured cores' share
+    of that task time (planning, catalog commits and object-store listings on the driver, waits between
+    stages) does not shrink with more workers. On N workers of c cores: outside + task / (N * c).
+    """
+    executors = run.get("executors")
+    if not executors:
+        return None
+    task_s = sum(e.get("totalDuration", 0) for e in executors) / 1000.0
+    cores = sum(e.get("totalCores") or 1 for e in executors)
+    return task_s, max(run["work_s"] - task_s / cores, 0.0)
+
+
+def _scale_out(results: dict[str, dict[str, Any]], cluster: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["## Scale-out: a standalone cluster, the REST catalog and S3 beside local mode", ""]
+    for tier, c in cluster.items():
+        stack = _get(c, "settings", "stack") or {}
+        local = results.get(tier)
+        cores = stack.get("worker_cores", 1)
+        lines += [
+            f"Tier {tier}: {stack.get('workers', '?')} workers of {cores} core and "
+            f"{stack.get('worker_memory', '?')} (one executor each), {stack.get('catalog', '?')}, tables and "
+            f"checkpoint in {stack.get('object_store', '?')}; driver {_get(c, 'settings', 'driver_memory')}, "
+            f"{_get(c, 'settings', 'shuffle_partitions')} shuffle partitions. Cluster run started "
+            f"{c.get('started_at', '?')}; "
+            + (f"local run started {local['started_at']}." if local else "no local run of this tier."),
+            "",
+            "| job | local `local[*]`, s | cluster, s | cluster / local | executors' task time, s "
+            "| outside tasks, s | " + " | ".join(f"model: {n} workers, s" for n in SCALE_OUT_WORKERS) + " |",
+            "| --- | --- | --- | --- | --- | --- | " + " | ".join("---" for _ in SCALE_OUT_WORKERS) + " |",
+        ]
+        for label, stage, path, count in SCALE_OUT_JOBS:
+            runs = stage_runs(c, stage, path)
+            if not runs:
+                continue
+            local_runs = stage_runs(local, stage, path) if local else []
+            c_s = statistics.median(r["work_s"] for r in runs)
+            l_s = statistics.median(r["work_s"] for r in local_runs) if local_runs else None
+            events = runs[0].get(count)
+            rate = f" ({_num(events / c_s)} ev/s)" if events and c_s else ""
+            row = [label, _num(l_s, 1), f"{_num(c_s, 1)}{rate}", f"{c_s / l_s:.2f}" if l_s else "-"]
+            splits = [task_split(r) for r in runs]
+            if all(splits):
+                task = statistics.median(t for t, _ in splits if t is not None)  # type: ignore[misc]
+                outside = statistics.median(o for _, o in splits if o is not None)  # type: ignore[misc]
+                row += [_num(task, 1), _num(outside, 1)]
+                row += [_num(outside + task / (n * cores), 1) for n in SCALE_OUT_WORKERS]
+            else:
+                row += ["-"] * (2 + len(SCALE_OUT_WORKERS))
+            lines.append("| " + " | ".join(row) + " |")
+        lines += [
+            "",
+            "Seconds are the measured call alone (no JVM start), medians over the runs of each. A cluster "
+            "job's peak memory is not comparable with local mode's (its executors live in the workers' JVMs, "
+            "outside the measured process tree), so it is left out. On this machine the two workers, the "
+            "driver, S3Proxy and the REST catalog share two cores. The model: the executors' task time "
+            "(history server, summed) spreads evenly over N workers' cores; what the job's time holds beyond "
+            "its cores' share of that task time (driver-side planning, catalog commits, object-store "
+            "listings, waits between stages) stays. It ignores skew and shuffles that grow with N, and the "
+            "task time measured here includes waits for a shared core: an order of magnitude, not a promise.",
+        ]
+    return lines
+
+
 def _meaning() -> list[str]:
     return [
         "## What the ratios mean",
@@ -942,5 +1036,6 @@ def write_report(results_dir: Path, out: Path, chart: Path) -> tuple[Path, Path]
     soak = SOAK_NOTES.read_text() if SOAK_NOTES.is_file() else ""
     intake_file = results_dir / INTAKE_RESULTS
     intake = json.loads(intake_file.read_text()) if intake_file.is_file() else None
-    out.write_text(render(results, chart_name, tuning, soak, intake))
+    cluster = load_results(results_dir / "cluster")
+    out.write_text(render(results, chart_name, tuning, soak, intake, cluster))
     return out, chart

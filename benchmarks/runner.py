@@ -266,6 +266,18 @@ class TierRun(TierContext):
         )
         self.save()
 
+    def spark_stage(self, stage: str, label: str, overrides: dict[str, Any], *extra: str) -> dict[str, Any]:
+        """:meth:`TierContext.spark_stage`; on a cluster stack also the executors' task time of the job
+        (from the stack's history server), which the report's model for N workers starts from."""
+        data = super().spark_stage(stage, label, overrides, *extra)
+        if self.stack is not None and data.get("app_id"):
+            try:
+                data["executors"] = self.stack.application_executors(data["app_id"])
+            except Exception as exc:  # the timings stand without it; the report says the model lacks it
+                log.warning("[%s] %s: no executor summary: %s", self.tier_name, label, exc)
+                data["executors_error"] = str(exc)
+        return data
+
     def _copy_to_history(self) -> None:
         history = self.results_file.parent / "history"
         history.mkdir(parents=True, exist_ok=True)

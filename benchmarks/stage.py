@@ -70,6 +70,7 @@ def _ingest(settings: Settings, result: dict[str, Any], trigger: str | None) -> 
 
     spark = build_session(settings, "bench-ingest")
     result["session_ready"] = time.time()
+    result["app_id"] = spark.sparkContext.applicationId
     create_raw_tables(spark, settings.catalog, settings.ingest.target_file_size_bytes)
     result["work_start"] = time.time()
     progress = run_ingest(spark, settings, trigger=trigger, starting_offsets="earliest")
@@ -93,6 +94,7 @@ def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: 
 
     spark = build_session(settings, "bench-parse" if parse else "bench-read")
     result["session_ready"] = time.time()
+    result["app_id"] = spark.sparkContext.applicationId
     result["work_start"] = time.time()
     source = kafka_source(spark, settings, "earliest")
     query = (
@@ -122,6 +124,7 @@ def _build(
         options["re_extract"] = True
     spark = build_session(settings, "bench-build")
     result["session_ready"] = time.time()
+    result["app_id"] = spark.sparkContext.applicationId
     result["work_start"] = time.time()
     built = build_lineage(spark, settings, **options)
     result["work_end"] = time.time()
@@ -142,6 +145,7 @@ def _maintain(settings: Settings, result: dict[str, Any]) -> None:
 
     spark = build_session(settings, "bench-maintain")
     result["session_ready"] = time.time()
+    result["app_id"] = spark.sparkContext.applicationId
     result["work_start"] = time.time()
     done = maintain_lake(spark, settings)
     result["work_end"] = time.time()

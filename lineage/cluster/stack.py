@@ -562,8 +562,9 @@ class LocalStack:
     def application_executors(self, app_id: str, timeout_s: float = 60.0) -> list[dict[str, Any]]:
         """The executors of a finished application and their task counts, from the history server.
 
-        Each entry has ``id``, ``totalTasks`` and ``worker`` (the UI address of the worker that ran it,
-        from the executor's log links); the driver is left out.
+        Each entry has ``id``, ``totalTasks``, ``totalDuration`` (the milliseconds its tasks ran, summed),
+        ``totalCores`` and ``worker`` (the UI address of the worker that ran it, from the executor's log
+        links); the driver is left out.
         """
         url = f"{self.history_url}/api/v1/applications/{app_id}"
         deadline = time.monotonic() + timeout_s
@@ -582,7 +583,15 @@ class LocalStack:
                     links = executor.get("executorLogs") or {}
                     link = links.get("stdout") or links.get("stderr") or ""
                     worker = link.split("/logPage", 1)[0]
-                    out.append({"id": executor["id"], "totalTasks": executor["totalTasks"], "worker": worker})
+                    out.append(
+                        {
+                            "id": executor["id"],
+                            "totalTasks": executor["totalTasks"],
+                            "totalDuration": executor.get("totalDuration", 0),
+                            "totalCores": executor.get("totalCores", 0),
+                            "worker": worker,
+                        }
+                    )
                 return out
             time.sleep(1.0)
         raise StackError(f"the history server at {self.history_url} does not know application {app_id}")

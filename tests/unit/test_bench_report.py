@@ -225,3 +225,62 @@ def test_history_ratio_needs_both_tiers_and_a_failed_part_says_why() -> None:
     assert history_line({"M": _tier("M", _build(30.0)), "S": _tier("S", _build(20.0))}) == (
         "history independence: time on M / time on S = 1.50 (target <= 1.5)"
     )
+
+
+def _job(work_s: float, task_ms: list[int] | None, **counts: int) -> dict[str, Any]:
+    run: dict[str, Any] = {"work_s": work_s, **counts}
+    if task_ms is not None:
+        run["executors"] = [
+            {"id": str(i), "totalTasks": 10, "totalDuration": ms, "totalCores": 1, "worker": f"w{i}"}
+            for i, ms in enumerate(task_ms)
+        ]
+    return run
+
+
+def test_scale_out_puts_cluster_jobs_beside_local_ones_with_the_worker_model() -> None:
+    local = _tier("M", {"full": {"runs": [_job(200.0, None, events=1_000_000)]}})
+    local["started_at"] = "2026-11-26T03:00:00+00:00"
+    cluster = _tier(
+        "M",
+        {
+            # 2 executors, 300 s of tasks in all: 150 s of the 2 cores' wall time, 100 s outside tasks
+            "full": {"runs": [_job(250.0, [160_000, 140_000], events=1_000_000)]},
+            "first": _job(700.0, None, events=1_000_000),  # its executors unknown: no model
+        },
+    )
+    cluster["started_at"] = "2026-11-26T02:00:00+00:00"
+    cluster["stages"]["ingest"] = {
+        "status": "ok",
+        "ingest": {"runs": [_job(400.0, [300_000, 300_000], landed=800_000)]},
+    }
+    cluster["settings"] = {
+        "spark_master": "spark://127.0.0.1:7077",
+        "driver_memory": "2g",
+        "shuffle_partitions": 4,
+        "stack": {
+            "workers": 2,
+            "worker_cores": 1,
+            "worker_memory": "2g",
+            "catalog": "REST",
+            "object_store": "S3",
+        },
+    }
+    text = render({"M": local}, "BENCHMARKS.png", cluster={"M": cluster})
+    rows = text.splitlines()
+    assert "## Scale-out: a standalone cluster, the REST catalog and S3 beside local mode" in rows
+    # 4 workers: 100 + 300 / 4 = 175; 8 workers: 100 + 300 / 8 = 137.5
+    assert (
+        "| Full build (`--full-refresh`) | 200.0 | 250.0 (4,000 ev/s) | 1.25 | 300.0 | 100.0 | 175.0 "
+        "| 137.5 |" in rows
+    )
+    assert "| First build (extracts every event) | - | 700.0 (1,429 ev/s) | - | - | - | - | - |" in rows
+    # ingestion: 600 s of tasks, 300 s their share of 400 s: 100 s outside; no local ingest stage
+    assert (
+        "| Ingestion into `raw.events` | - | 400.0 (2,000 ev/s) | - | 600.0 | 100.0 | 250.0 | 175.0 |" in rows
+    )
+    section = rows[
+        rows.index("## Scale-out: a standalone cluster, the REST catalog and S3 beside local mode") :
+    ]
+    assert not any(row.startswith("| Incremental build") for row in section)  # not measured on the cluster
+    assert "local run started 2026-11-26T03:00:00+00:00." in text
+    assert "## Scale-out" not in render({"M": local}, "BENCHMARKS.png")
