@@ -12,6 +12,7 @@ import sys
 
 from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
+from lineage.io.lease import BUSY_EXIT, LakeBusy
 from lineage.jobstart import start_job
 from lineage.settings import cli_instant
 
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"build_lineage: {exc}", file=sys.stderr)
         return 2
+    except LakeBusy as exc:
+        print(f"build_lineage: {exc}", file=sys.stderr)
+        return BUSY_EXIT
     logging.getLogger("build_lineage").info(
         "done: %s build, %d new events, raw snapshot %s, %.1f s",
         result.mode,

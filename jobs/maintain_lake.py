@@ -2,7 +2,8 @@
 
 spark-submit jobs/maintain_lake.py [--now 2026-11-22T10:00:00Z]
 (or plain ``python jobs/maintain_lake.py``). Everything else comes from conf/lineage.toml [maintain] and
-LINEAGE__* env. Schedule it (e.g. daily) so that it does not overlap a build.
+LINEAGE__* env. Schedule it (e.g. daily) like the build: it never overlaps one (whichever of the two starts
+second exits with status 75 and one line, and runs at its next slot).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import sys
 
 from lineage.instrument import observed_maintenance
+from lineage.io.lease import BUSY_EXIT, LakeBusy
 from lineage.jobstart import start_job
 from lineage.settings import cli_instant
 
@@ -23,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--now", type=cli_instant, help="reference time for every age (default: now)")
     args = parser.parse_args(argv)
     settings, spark = start_job("maintain_lake", checkpoint=False)
-    result = observed_maintenance(spark, settings, now=args.now)
+    try:
+        result = observed_maintenance(spark, settings, now=args.now)
+    except LakeBusy as exc:
+        print(f"maintain_lake: {exc}", file=sys.stderr)
+        return BUSY_EXIT
     out = logging.getLogger("maintain_lake")
     for t in result.tables:
         out.info(

@@ -284,6 +284,9 @@ class BuildSettings(_Section):
     alias_max_iterations: int = Field(default=10, ge=1)
     # Longest column path (in jobs) followed by lake.lineage.column_paths; cycles are safe at any depth.
     column_path_max_depth: int = Field(default=20, ge=1)
+    # The build and the maintenance hold a lease on the lineage tables while they run (one at a time),
+    # renewed every third of this; a lease not renewed for this long (its job killed) is taken over.
+    lease_minutes: float = Field(default=30, gt=0)
 
 
 class MaintainSettings(_Section):

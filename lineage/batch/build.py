@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 
 from lineage.batch.maintain import RETIRED_TABLE
 from lineage.io import lake
+from lineage.io.lease import writer_lease
 from lineage.settings import Settings
 from lineage.transforms import columns, model
 from lineage.transforms.extract import COORDINATES, FACT_COLUMNS, event_facts, extract_events
@@ -749,7 +750,15 @@ def build_lineage(
 
     Raises:
         BuildError: ``raw.events`` does not exist yet.
+        LakeBusy: a maintenance (or another build) is writing the lineage tables (:mod:`lineage.io.lease`).
     """
+    with writer_lease(settings, "build"):
+        return _build_lineage(spark, settings, full_refresh, re_extract, now)
+
+
+def _build_lineage(
+    spark: SparkSession, settings: Settings, full_refresh: bool, re_extract: bool, now: datetime | None
+) -> BuildResult:
     started = time.monotonic()
     reference = (now or datetime.now(UTC)).astimezone(UTC)
     build = _Build(spark, settings, reference)

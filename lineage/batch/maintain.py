@@ -14,7 +14,8 @@ What keeps the incremental build exact (:mod:`lineage.batch.build` reads the row
   their facts are extracted already; a full refresh starts from the extracted form and is unchanged, and a
   re-extraction keeps the extracted rows of retired events (``lineage.retired_events`` says which).
 
-Schedule it like the build, but not at the same time as a build (both rewrite lineage tables).
+Schedule it like the build; the two never overlap (both rewrite lineage tables): whichever starts second
+stops with one line while the other holds the lease of :mod:`lineage.io.lease`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lineage.io import lake
+from lineage.io.lease import writer_lease
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -271,7 +273,15 @@ def maintain_lake(spark: SparkSession, settings: Settings, *, now: datetime | No
         spark: the session (catalog wired by :func:`lineage.spark.build_session`).
         settings: loaded settings (``[maintain]``).
         now: the reference time for ages (default: the current time, UTC).
+
+    Raises:
+        LakeBusy: a build (or another maintenance) is writing the lineage tables (:mod:`lineage.io.lease`).
     """
+    with writer_lease(settings, "maintenance"):
+        return _maintain_lake(spark, settings, now)
+
+
+def _maintain_lake(spark: SparkSession, settings: Settings, now: datetime | None) -> MaintainResult:
     started = time.monotonic()
     job = _Maintenance(spark, settings, (now or datetime.now(UTC)).astimezone(UTC))
     catalog = settings.catalog

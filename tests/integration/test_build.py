@@ -22,6 +22,7 @@ from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import lab_events
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
+from lineage.io.lease import LEASE_TABLE, LakeBusy, writer_lease
 from lineage.io.publish import publish_raw
 from lineage.settings import MaintainSettings, Settings
 from tests.unit.column_events import column_lineage, direct, input_field
@@ -441,3 +442,21 @@ def test_killed_incremental_builds_rerun_gives_identical_tables(
 
     build_lineage(spark, own_lake, full_refresh=True, now=NOW)
     assert_same_tables(after_rerun, frozen(spark, own_lake))
+
+
+def test_a_build_and_a_maintenance_never_overlap(spark: SparkSession, own_lake: Settings) -> None:
+    """Whichever starts second stops with one line before touching a table, and the lease is free again
+    after the first one ended (here in an error: no raw.events in this lake yet)."""
+    busy = r"^build refused: a maintenance \(pid \d+ on "
+    with writer_lease(own_lake, "maintenance"), pytest.raises(LakeBusy, match=busy):
+        build_lineage(spark, own_lake)
+    with writer_lease(own_lake, "build"), pytest.raises(LakeBusy, match=r"^maintenance refused: a build "):
+        maintain_lake(spark, own_lake)
+    with pytest.raises(BuildError, match="does not exist"):
+        build_lineage(spark, own_lake)  # the lease is free again; released after the error too
+    # Only the lease table exists: the maintenance keeps its snapshots few like any other table's.
+    assert [t.table.split(".")[-2:] for t in maintain_lake(spark, own_lake).tables] == [
+        ["lineage", LEASE_TABLE]
+    ]
+    lease = open_catalog(own_lake.catalog).load_table(("lineage", LEASE_TABLE))
+    assert lease.scan().to_arrow().num_rows == 0
