@@ -541,7 +541,7 @@ def _intake(intake: dict[str, Any] | None) -> list[str]:
         "`http2kafka`, one after the other, on one Kafka 3.9 broker "
         f"({', '.join(intake.get('kafka_broker', []))}), each scenario {settings.get('duration')} s, the "
         f"median of {runs} runs with [min - max]. Closed loops: {settings.get('concurrency')} clients "
-        "sending one event per request (single), {settings.get('batch_concurrency')} clients sending "
+        f"sending one event per request (single), {settings.get('batch_concurrency')} clients sending "
         f"{settings.get('batch_size')} events per request (batch, ours only: http2kafka has no batch "
         f"endpoint). Open loop: {settings.get('rate')} events/s, one per request, latency from each "
         "request's scheduled time. Ours answers after Kafka acknowledged (acks=all, idempotent producer); "

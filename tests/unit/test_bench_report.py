@@ -121,6 +121,9 @@ def test_read_api_rows_sit_beside_rentgen_and_the_service_goals_are_judged(tmp_p
     }  # fmt: skip
     text = render(results, "BENCHMARKS.png", intake=intake)
     assert "Read API, tier M (`lineage serve`, intake off, on the same lake)" in text
+    assert (
+        "32 clients sending one event per request (single), 4 clients sending 500 events per request" in text
+    )
     assert "held 300.0 MiB and loaded in 4.50 s" in text
     assert "| downstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | 150.0 | 5x |" in text
     assert "| upstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | - | - |" in text
