@@ -690,7 +690,8 @@ def _scale_out(results: dict[str, dict[str, Any]], cluster: dict[str, dict[str, 
             c_s = statistics.median(r["work_s"] for r in runs)
             l_s = statistics.median(r["work_s"] for r in local_runs) if local_runs else None
             events = runs[0].get(count)
-            rate = f" ({_num(events / c_s)} ev/s)" if events and c_s else ""
+            unit = "messages/s" if count == "rows_in" else "ev/s"
+            rate = f" ({_num(events / c_s)} {unit})" if events and c_s else ""
             row = [label, _num(l_s, 1), f"{_num(c_s, 1)}{rate}", f"{c_s / l_s:.2f}" if l_s else "-"]
             splits = [task_split(r) for r in runs]
             if all(splits):
