@@ -12,6 +12,11 @@ Where Python's ``json`` and Spark's ``try_parse_json`` (Jackson) differ, this mo
 - Spark refuses duplicate keys, NaN and Infinity, which Python accepts; both are refused here;
 - Jackson's size limits (:data:`lineage.events.rules.JSON_LIMITS`) are checked after parsing, only when
   cheap pre-checks on the text say a limit could be reached (most events are far below all of them).
+
+Python's decoder with a duplicate-key hook costs a Python call per object, so a message goes first
+through orjson (:func:`_fast_document`): it is taken from there only when orjson's reading provably equals
+the strict one's and the event is valid; anything else (an invalid event, a reading orjson refuses or that
+could differ) gets the strict decoder's verdict, so both paths give every message the same verdict.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+import numpy as np
+import orjson
 
 from lineage.events import rules
 from lineage.events.rules import (
@@ -129,6 +137,73 @@ def _decoder(**hooks: Callable[[str], Any]) -> json.JSONDecoder:
 _STRICT = _decoder()
 _COUNTING = _decoder(parse_int=_counted_int, parse_float=_counted_float)
 _LENIENT = json.JSONDecoder()  # only to find where an element the strict one refuses ends
+
+
+# Where orjson's reading may differ from the strict one's, or the duplicate-key count below would not be
+# exact: a \\u escape (it can hide a quote or a colon, or be a lone surrogate) or a key spaced from its colon.
+_ESCAPE_U = b"\\u"
+_SPACED_KEY = re.compile(rb'"[ \t\n\r]+:')
+# A number of more than max_number_digits digits is a run of more of these bytes (marked "x" by the table).
+_NUMBER_BYTES = bytes(0x78 if chr(i) in "0123456789+-.eE" else 0x20 for i in range(256))
+_NUMBER_RUN = b"x" * (JSON_LIMITS.max_number_digits + 1)
+_JSON_SPACE_BYTES = re.compile(b"[" + re.escape(rules.JSON_WHITESPACE.encode()) + b"]*")
+_KEY_END = b'":'
+_SLOW = object()  # what the fast reading gives when only the strict decoder can judge
+_OPEN, _CLOSE = ord("{"), ord("}")
+
+
+def _orjson_safe(raw: bytes) -> bool:
+    """No text in ``raw`` on which orjson's reading and the duplicate-key count could go wrong."""
+    return _ESCAPE_U not in raw and _SPACED_KEY.search(raw) is None
+
+
+def _may_hold_long_number(raw: bytes) -> bool:
+    return _NUMBER_RUN in raw.translate(_NUMBER_BYTES)
+
+
+def _fast_document(raw: bytes) -> Any:
+    """The JSON value ``raw`` holds (one complete value, JSON whitespace around it at most) as orjson reads
+    it, when that reading is the strict decoder's; :data:`_SLOW` when it may not be.
+
+    orjson refuses what the strict decoder refuses (NaN, control characters, bad UTF-8, a BOM, content
+    after the value) but for duplicate keys, which it drops silently, and Jackson's limits. Duplicates:
+    with no ``\\u`` escape and every key touching its colon, each ``":`` of the text ends a key or is a
+    quote followed by a colon inside a string, and orjson writes the same for what it kept; a duplicate
+    drops a key (and perhaps strings), so the two counts differ exactly when there is one. Numbers may
+    come back as floats: only an invalid event's detail depends on them, and that is the strict
+    decoder's.
+    """
+    if not _orjson_safe(raw):
+        return _SLOW
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _SLOW
+    if raw.count(_KEY_END) != _key_ends(document):
+        return _SLOW  # a duplicate key, or too deep for orjson to write
+    if len(raw) > JSON_LIMITS.max_number_digits and _may_hold_long_number(raw):
+        return _SLOW
+    return document if _within_limits(raw, document) else _SLOW
+
+
+def _key_ends(value: Any) -> int:
+    """How many ``":`` orjson writes for ``value``; -1 when it cannot write it (nested too deep)."""
+    try:
+        return orjson.dumps(value).count(_KEY_END)
+    except TypeError:
+        return -1
+
+
+def _within_limits(raw: bytes, document: Any) -> bool:
+    """Jackson's depth and length limits, on orjson's reading (numbers are checked on the text)."""
+    try:
+        if len(raw) > 2 * JSON_LIMITS.max_depth and raw.count(b"[") + raw.count(b"{") > JSON_LIMITS.max_depth:
+            _check_depth(document)
+        if len(raw) * 2 > JSON_LIMITS.max_name_length:
+            _check_lengths(document)
+    except ValueError:
+        return False
+    return True
 
 
 def _utf16_length(text: str) -> int:
@@ -270,40 +345,48 @@ def _days_in_month(year: int, month: int) -> int:
     return 30 if month in (4, 6, 9, 11) else 31
 
 
-def valid_event_time(text: str) -> bool:
-    """``EVENT_TIME_PATTERN`` matched, and a real instant (what ``try_to_timestamp`` then accepts)."""
+def _event_time_reason(text: str) -> str | None:
+    """None for an ``eventTime`` both valid (``EVENT_TIME_PATTERN`` matched, a real instant: what
+    ``try_to_timestamp`` then accepts) and in range (its UTC year within the accepted years); else the
+    reason."""
     match = _EVENT_TIME.fullmatch(text)
     if match is None:
-        return False
-    year, month, day, hour, minute, second, sign, offset_hours, offset_minutes = match.groups()
-    if not (1 <= int(month) <= 12 and 1 <= int(day) <= _days_in_month(int(year), int(month))):
-        return False
-    if int(hour) > rules.MAX_HOUR or int(minute) > rules.MAX_MINUTE or int(second) > rules.MAX_SECOND:
-        return False
-    if sign is None:
-        return True
+        return INVALID_EVENT_TIME
+    year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+    sign, offset_hours, offset_minutes = match.group(7, 8, 9)
     extra = int(offset_minutes or 0)
-    return extra <= rules.MAX_MINUTE and int(offset_hours) * 60 + extra <= rules.MAX_OFFSET_MINUTES
+    offset_total = int(offset_hours or 0) * 60 + extra
+    if not (1 <= month <= 12 and 1 <= day <= _days_in_month(year, month)):
+        return INVALID_EVENT_TIME
+    if hour > rules.MAX_HOUR or minute > rules.MAX_MINUTE or second > rules.MAX_SECOND:
+        return INVALID_EVENT_TIME
+    if sign is not None and (extra > rules.MAX_MINUTE or offset_total > rules.MAX_OFFSET_MINUTES):
+        return INVALID_EVENT_TIME
+    if year < rules.EVENT_TIME_MIN_YEAR - 1:
+        return EVENT_TIME_OUT_OF_RANGE
+    local = datetime(max(year, 1), month, day, hour, minute, second)
+    offset = timedelta(minutes=offset_total)
+    try:
+        utc = local - offset if sign == "+" else local + offset
+    except OverflowError:  # beyond year 9999
+        return EVENT_TIME_OUT_OF_RANGE
+    # The fraction of a second never moves an instant across a year boundary that whole seconds do not.
+    if utc >= _FIRST_SECOND and utc.year <= rules.EVENT_TIME_MAX_YEAR:
+        return None
+    return EVENT_TIME_OUT_OF_RANGE
 
 
 _FIRST_SECOND = datetime(rules.EVENT_TIME_MIN_YEAR, 1, 1)
 
 
+def valid_event_time(text: str) -> bool:
+    """``EVENT_TIME_PATTERN`` matched, and a real instant (what ``try_to_timestamp`` then accepts)."""
+    return _event_time_reason(text) != INVALID_EVENT_TIME
+
+
 def event_time_in_range(text: str) -> bool:
     """A valid eventTime (:func:`valid_event_time`) whose UTC year is within the accepted years."""
-    match = _EVENT_TIME.fullmatch(text)
-    assert match is not None
-    year, month, day, hour, minute, second, sign, offset_hours, offset_minutes = match.groups()
-    if not int(year) >= rules.EVENT_TIME_MIN_YEAR - 1:
-        return False
-    local = datetime(max(int(year), 1), int(month), int(day), int(hour), int(minute), int(second))
-    offset = timedelta(minutes=int(offset_hours or 0) * 60 + int(offset_minutes or 0))
-    try:
-        utc = local - offset if sign == "+" else local + offset
-    except OverflowError:  # beyond year 9999
-        return False
-    # The fraction of a second never moves an instant across a year boundary that whole seconds do not.
-    return utc >= _FIRST_SECOND and utc.year <= rules.EVENT_TIME_MAX_YEAR
+    return _event_time_reason(text) is None
 
 
 def validate_document(document: Any) -> Verdict:
@@ -325,13 +408,14 @@ def validate_document(document: Any) -> Verdict:
     if problem is not None:
         return Verdict(*problem, document=document, kind=kind.name)
     event_time = document["eventTime"]
-    if not valid_event_time(event_time):
-        return Verdict(
-            INVALID_EVENT_TIME, rules.DETAIL_EVENT_TIME_PREFIX + _head(event_time), document, kind.name
+    reason = _event_time_reason(event_time)
+    if reason is not None:
+        prefix = (
+            rules.DETAIL_EVENT_TIME_PREFIX
+            if reason == INVALID_EVENT_TIME
+            else rules.DETAIL_EVENT_TIME_RANGE_PREFIX
         )
-    if not event_time_in_range(event_time):
-        detail = rules.DETAIL_EVENT_TIME_RANGE_PREFIX + _head(event_time)
-        return Verdict(EVENT_TIME_OUT_OF_RANGE, detail, document, kind.name)
+        return Verdict(reason, prefix + _head(event_time), document, kind.name)
     event_type = document.get("eventType", _ABSENT)
     if (
         event_type is not _ABSENT
@@ -356,6 +440,15 @@ def validate(value: bytes | None) -> Verdict:
     """The verdict of the streaming ingestion on a Kafka message value (``None``: a null value)."""
     if value is None or _NON_BLANK.search(value) is None:
         return _EMPTY
+    document = _fast_document(value)
+    if document is not _SLOW:
+        verdict = validate_document(document)
+        if verdict.valid:
+            return verdict
+    return _strict_verdict(value)
+
+
+def _strict_verdict(value: bytes) -> Verdict:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
@@ -381,6 +474,61 @@ def split_batch(body: bytes) -> list[tuple[bytes, Verdict]]:
     Raises:
         BatchError: the body is not valid UTF-8, or not exactly one JSON array.
     """
+    elements = _split_objects(body)
+    return elements if elements is not None else _split_strict(body)
+
+
+def _split_objects(body: bytes) -> list[tuple[bytes, Verdict]] | None:
+    """:func:`split_batch` for the usual batch, a non-empty array of objects that orjson reads as the strict
+    decoder would; None for any other body (the strict split then decides).
+
+    Each element's end is where the braces counted from the body's start balance again; a brace inside a
+    string can only make a wrong cut, which orjson then refuses to read as one value (or the separators
+    after it are not ',' and ']'). Duplicate keys are counted over the whole body at once (see
+    :func:`_fast_document`); a body with one gets each element judged alone.
+    """
+    space = _JSON_SPACE_BYTES.match
+    position = space(body).end()  # type: ignore[union-attr]
+    if body[position : position + 1] != b"[":
+        return None
+    position = space(body, position + 1).end()  # type: ignore[union-attr]
+    if body[position : position + 1] != b"{" or not _orjson_safe(body):
+        return None
+    if _may_hold_long_number(body):
+        return None
+    codes = np.frombuffer(body, dtype=np.uint8)
+    braces = np.flatnonzero((codes == _OPEN) | (codes == _CLOSE))
+    depth = np.cumsum(np.where(codes[braces] == _OPEN, 1, -1))
+    cuts: list[tuple[bytes, Any]] = []
+    for end in (braces[depth == 0] + 1).tolist():
+        raw = body[position:end]
+        try:
+            cuts.append((raw, orjson.loads(raw)))
+        except orjson.JSONDecodeError:
+            return None  # a wrong cut, or an element only the strict decoder can judge
+        position = space(body, end).end()  # type: ignore[union-attr]
+        separator = body[position : position + 1]
+        position = space(body, position + 1).end()  # type: ignore[union-attr]
+        if separator == b"]":
+            return _judged(body, cuts) if position == len(body) else None
+        if separator != b"," or body[position : position + 1] != b"{":
+            return None
+    return None
+
+
+def _judged(body: bytes, cuts: list[tuple[bytes, Any]]) -> list[tuple[bytes, Verdict]]:
+    """The verdicts of the elements :func:`_split_objects` cut (their bytes and orjson's reading)."""
+    documents = [document for _, document in cuts]
+    duplicates = body.count(_KEY_END) != _key_ends(documents)
+    elements = []
+    for raw, document in cuts:
+        unique = not duplicates or raw.count(_KEY_END) == _key_ends(document)
+        verdict = validate_document(document) if unique and _within_limits(raw, document) else None
+        elements.append((raw, verdict if verdict is not None and verdict.valid else _strict_verdict(raw)))
+    return elements
+
+
+def _split_strict(body: bytes) -> list[tuple[bytes, Verdict]]:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

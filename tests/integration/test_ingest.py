@@ -19,6 +19,7 @@ from openlineage.client.serde import Serde
 from pyiceberg.expressions import EqualTo
 from pyspark.sql import SparkSession
 
+from lineage.batch.build import build_lineage
 from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import MALFORMED, lab_events
 from lineage.ingest.stream import FAULT_ENV, run_ingest
@@ -274,9 +275,10 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
     2. stopped by SIGTERM mid-stream: it replays that batch (its events counted as already landed, not
        written twice) and stops between batches, its summary counting exactly what reached the lake;
     3. stopped by SIGINT the same way;
-    4. the lake maintained while it appends (compaction, manifest rewrite, expiry of every snapshot but
-       the last, orphan removal of both raw tables), then SIGKILLed mid-stream;
-    5. run to the end of the topic: every offset landed exactly once.
+    4. after a build of what has landed, the lake maintained while it appends (retention of every raw event
+       that build extracted, compaction, manifest rewrite, expiry of every snapshot but the last, orphan
+       removal of both raw tables), then SIGKILLed mid-stream;
+    5. run to the end of the topic: every offset landed exactly once, less the retired events.
     """
     total = 3000
     publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(total), kafka_broker.max_message_bytes)
@@ -287,7 +289,10 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
         bootstrap_servers=kafka_broker.bootstrap_servers,
         topic=topic,
         maintain=MaintainSettings(
-            snapshot_max_age_hours=1e-6, retain_last_snapshots=1, compact_min_input_files=2
+            snapshot_max_age_hours=1e-6,
+            retain_last_snapshots=1,
+            compact_min_input_files=2,
+            raw_retention_days=1,  # the events' eventTime is 2026-11-20: every one is older
         ),
     )
     settings = for_topic(own, kafka_broker, topic, tmp_path / "ckpt", max_offsets_per_trigger=150)
@@ -311,15 +316,23 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
         assert summary["read"] - summary["already"] == after - before, (summary, before, after)
         before = after
 
+    # Retention retires only what a finished build has extracted: build what has landed so far.
+    assert build_lineage(spark, settings).mode == "full"
+    extracted = set(coordinates(_landed_once(settings, topic)[0]))
+    assert len(extracted) == before - rejected_count(settings, topic)
+
     killed = _ingest_process(settings, "1 second")
     seen = _wait_for_rows(settings, topic, killed, before + 1)
-    # Maintenance commits between the ingestion's appends (docs/operations.md: it may keep running).
+    # Maintenance commits between the ingestion's appends (docs/operations.md: it may keep running): the
+    # retention's DELETE, whose filter no appended file can match, and the compaction of what is left.
     maintained = {t.table: t for t in maintain_lake(spark, settings).tables}
     during = sum(table.num_rows for table in _landed_once(settings, topic))
     os.killpg(killed.pid, signal.SIGKILL)
     killed_output = killed.communicate(timeout=60)[0].decode()
-    assert before < seen < during <= total, (seen, during, killed_output[-3000:])
+    # Appends went on while it maintained: more rows after it than before it, the retired ones counted.
+    assert before < seen < during + len(extracted) <= total, (seen, during, killed_output[-3000:])
     raw_events = maintained[settings.catalog.events_table]
+    assert raw_events.retired_rows == len(extracted), raw_events
     assert raw_events.rewritten_files > 0 and raw_events.expired_files > 0, raw_events
     # A manifest rewrite that lost to the ingestion's commits three times is left to the next run, said so.
     assert raw_events.rewritten_manifests > 0 or raw_events.manifests_skipped, raw_events
@@ -333,8 +346,15 @@ def test_crash_signals_and_sigkill_on_one_topic_land_every_offset_exactly_once(
     rest_output = rest.communicate(timeout=300)[0].decode()
     assert rest.returncode == 0, rest_output[-3000:]
     events, rejected = _landed_once(settings, topic)
-    assert sorted(coordinates(events, rejected)) == expected_coordinates(kafka_broker, topic)
-    assert (events.num_rows, rejected.num_rows) == (total - total // 25, total // 25)
+    # Every offset exactly once, less the retired events: those the build had extracted, and only those.
+    landed_now = coordinates(events, rejected)
+    assert not extracted & set(landed_now)
+    assert sorted([*landed_now, *extracted]) == expected_coordinates(kafka_broker, topic)
+    assert (events.num_rows + len(extracted), rejected.num_rows) == (total - total // 25, total // 25)
+
+
+def rejected_count(settings: Settings, topic: str) -> int:
+    return landed(settings, topic)[1].num_rows
 
 
 def test_adversarial_inputs_of_issue_18_are_classified(
