@@ -67,8 +67,18 @@ def replace_table(frame: DataFrame, table: str) -> None:
 
 
 def overwrite_where(frame: DataFrame, table: str, column: str, value: int) -> None:
-    """Atomically replace the rows with ``column == value`` by ``frame`` (idempotent re-runs)."""
-    frame.writeTo(table).overwrite(F.col(column) == F.lit(value))
+    """Replace the rows with ``column == value`` by ``frame`` (idempotent re-runs).
+
+    Usually there are none (a first attempt) and ``frame`` is appended. Rows of that value (a re-run after
+    a crash) are deleted row by row first, in a commit of their own: an overwrite by filter drops whole
+    files only, and Iceberg refuses it for a file whose column statistics span the value without every row
+    matching, which is what compaction makes of files of several values. A crash between the two commits
+    leaves no row of the value, and the re-run appends.
+    """
+    matching = F.col(column) == F.lit(value)
+    if not frame.sparkSession.table(table).where(matching).isEmpty():
+        frame.sparkSession.sql(f"DELETE FROM {table} WHERE {column} = {int(value)}")
+    frame.writeTo(table).append()
 
 
 def merge_by_key(frame: DataFrame, table: str, keys: list[str]) -> None:
