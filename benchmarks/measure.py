@@ -77,6 +77,10 @@ class TreeSampler:
         self._rss_high = 0
         self._last_pss = -math.inf
 
+    def add(self, pid: int) -> None:
+        with self._lock:
+            self._roots.append(pid)
+
     def _tree(self) -> list[psutil.Process]:
         with self._lock:
             roots = list(self._roots)
