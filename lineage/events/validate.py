@@ -389,8 +389,57 @@ def event_time_in_range(text: str) -> bool:
     return _event_time_reason(text) is None
 
 
+# An eventTime this matches is valid and in range (what :func:`_event_time_reason` says with more work):
+# a year from 2000 to 2099 (no offset up to 18:00 moves it out of the accepted years), a day that every
+# such month has (29 February is left to the full check), a time of day and an offset within bounds.
+_USUAL_EVENT_TIME = re.compile(
+    r"20[0-9]{2}-"
+    r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
+    r"[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
+    r"(?:Z|[+-](?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|[+-]18(?::?00)?)"
+)
+_VALID_RUN_EVENT_TYPES = _EVENT_TYPES | frozenset(t.lower() for t in _EVENT_TYPES)
+
+
+def _usual_run_event(document: dict[str, Any]) -> Verdict | None:
+    """The verdict of a valid RunEvent of the usual shape, in a few lookups; None for any other object
+    (the full checks then decide, the same way for every object this accepts)."""
+    event_type = document.get("eventType")
+    run = document.get("run")
+    job = document.get("job")
+    if (
+        type(event_type) is str
+        and type(run) is dict
+        and type(job) is dict
+        and type(document.get("producer")) is str
+        and type(document.get("schemaURL")) is str
+        and type(job.get("namespace")) is str
+        and type(job.get("name")) is str
+    ):
+        event_time = document.get("eventTime")
+        run_id = run.get("runId")
+        if (
+            type(event_time) is str
+            and type(run_id) is str
+            and (event_type in _VALID_RUN_EVENT_TYPES or event_type.upper() in _EVENT_TYPES)
+            and _USUAL_EVENT_TIME.fullmatch(event_time) is not None
+            and _UUID.fullmatch(run_id) is not None
+        ):
+            return Verdict(None, None, document, RUN_EVENT)
+    return None
+
+
 def validate_document(document: Any) -> Verdict:
     """Checks 4 to 10 of :mod:`lineage.events.rules` on a parsed JSON value."""
+    if type(document) is dict:
+        usual = _usual_run_event(document)
+        if usual is not None:
+            return usual
+    return _checked_document(document)
+
+
+def _checked_document(document: Any) -> Verdict:
+    """:func:`validate_document` check by check, in the rules' order."""
     if not isinstance(document, dict):
         return Verdict(NOT_JSON_OBJECT, rules.DETAIL_NOT_OBJECT_PREFIX + json_type(document))
     problem = _field_problem(document, _COMMON_PATHS)

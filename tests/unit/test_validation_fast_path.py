@@ -4,6 +4,7 @@ braces and quotes inside strings, escapes, spacing, limits)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 
@@ -203,3 +204,57 @@ def test_random_batches_get_the_strict_split() -> None:
         assert _split(body) == _strict_split(body), body
         for element in elements:
             assert _verdict(v.validate(element)) == _verdict(v._strict_verdict(element)), element
+
+
+def _event_times() -> list[str]:
+    """eventTimes at and beyond every edge the usual-shape pattern draws, and the usual ones."""
+    times = []
+    for year in ("1969", "1970", "1999", "2000", "2026", "2099", "2100", "9999"):
+        for month, day in [("01", "01"), ("11", "20"), ("01", "31"), ("02", "28"), ("02", "29"), ("02", "30"),
+                           ("04", "30"), ("04", "31"), ("12", "31"), ("00", "10"), ("13", "01"),
+                           ("06", "00"), ("06", "32")]:  # fmt: skip
+            for clock in ("00:00:00", "23:59:59", "24:00:00", "12:60:00", "12:00:60", "08:00:00.123456789"):
+                for offset in (
+                    "Z",
+                    "+00:00",
+                    "-17:59",
+                    "+18:00",
+                    "+1800",
+                    "+18",
+                    "-18:01",
+                    "+19:00",
+                    "+05:60",
+                    "",
+                ):
+                    times.append(f"{year}-{month}-{day}T{clock}{offset}")
+    return [*times, "2026-11-20 08:00:00Z", "2026-11-20T08:00:00.1234567890Z", "2026-11-20T08:00Z", "x"]
+
+
+def test_the_usual_event_time_shortcut_only_takes_valid_instants_in_range() -> None:
+    times = _event_times()
+    taken = [t for t in times if v._USUAL_EVENT_TIME.fullmatch(t)]
+    assert all(v._event_time_reason(t) is None for t in taken), [t for t in taken if v._event_time_reason(t)]
+    assert "2026-11-20T08:00:00.123456789Z" in taken and len(taken) > len(times) // 20
+    # What it leaves goes to the full check, which accepts some of it (leap days, other centuries).
+    assert v._event_time_reason("2024-02-29T00:00:00Z") is None and not v._USUAL_EVENT_TIME.fullmatch(
+        "2024-02-29T00:00:00Z"
+    )
+
+
+def test_the_usual_run_event_shortcut_gives_the_full_checks_verdict() -> None:
+    documents: list[object] = []
+    for _, value in [*corpus(), *TRICKY]:
+        # No value, or one the checks never see (not JSON, too deep): skipped.
+        with contextlib.suppress(AttributeError, ValueError, RecursionError):
+            documents.append(v._STRICT.decode(value.decode()))  # type: ignore[union-attr]
+    documents += [json.loads(event(eventTime=t)) for t in _event_times()]
+    documents += [
+        json.loads(event(eventType=t)) for t in ("start", "Start", "\u017ftart", "BEGIN", "", 1, None)
+    ]
+    documents += [json.loads(event(run__runId=r)) for r in (GOOD["run"]["runId"].upper(), "x", 1, None)]
+    documents += [{**json.loads(event()), "job": "flat"}, {**json.loads(event()), "run": None}, [1], 1]
+    taken = 0
+    for document in documents:
+        taken += isinstance(document, dict) and v._usual_run_event(document) is not None
+        assert _verdict(v.validate_document(document)) == _verdict(v._checked_document(document)), document
+    assert taken > 400  # the usual times of the grid, the good corpus events, the case variants
