@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -275,7 +276,7 @@ def _spawn(command: list[str], log: Path, env: dict[str, str], cwd: Path) -> sub
         )  # fmt: skip
 
 
-def start_ours(bootstrap: str, topic: str, work: Path, access_log: bool) -> Target:
+def start_ours(bootstrap: str, topic: str, work: Path, access_log: bool, workers: int = 1) -> Target:
     port = free_port()
     env = {
         **os.environ,
@@ -284,6 +285,7 @@ def start_ours(bootstrap: str, topic: str, work: Path, access_log: bool) -> Targ
         "LINEAGE__KAFKA__TOPIC": topic,
         "LINEAGE__SERVE__PORT": str(port),
         "LINEAGE__SERVE__ACCESS_LOG": "true" if access_log else "false",
+        "LINEAGE__SERVE__WORKERS": str(workers),
     }
     log = work / "ours.log"
     process = _spawn([sys.executable, "-m", "lineage.cli.main", "serve"], log, env, REPO)
@@ -412,6 +414,17 @@ def rss_sampler(pid: int) -> Iterator[dict[str, float]]:
         found["peak_rss_mib"] = round(found["peak_rss_mib"], 1)
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its living descendants (a service's workers)."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 def run_scenario(target: Target, mode: str, args: argparse.Namespace, duration_s: float) -> dict[str, Any]:
     url = target.batch_url if mode == "batch" else target.single_url
     assert url is not None
@@ -420,14 +433,13 @@ def run_scenario(target: Target, mode: str, args: argparse.Namespace, duration_s
     command += ["--concurrency", str(args.batch_concurrency if mode == "batch" else args.concurrency)]
     if target.token:
         command += ["--token", target.token]
-    cpu_before = psutil.Process(target.process.pid).cpu_times()
+    cpu_before = tree_cpu_s(target.process.pid)
     with rss_sampler(target.process.pid) as memory:
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=duration_s + 300)
     if done.returncode != 0:
         raise RuntimeError(f"load generator failed: {done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    cpu_after = psutil.Process(target.process.pid).cpu_times()
-    cpu_s = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+    cpu_s = tree_cpu_s(target.process.pid) - cpu_before
     result.update(memory)
     result["service_cpu_s"] = round(cpu_s, 2)
     if result["events"]:
@@ -512,7 +524,9 @@ def run_main(args: argparse.Namespace) -> int:
             cluster = None
             try:
                 if name == "ours":
-                    target = start_ours(broker.bootstrap_servers, topic, work, not args.no_access_log)
+                    target = start_ours(
+                        broker.bootstrap_servers, topic, work, not args.no_access_log, args.workers
+                    )
                 else:
                     if args.skip_rentgen:
                         results["theirs"] = {"status": "skipped", "reason": "--skip-rentgen"}
@@ -568,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--kafka-jars", type=Path, default=Path(".jars/kafka39"))
     run.add_argument("--skip-rentgen", action="store_true")
     run.add_argument("--no-access-log", action="store_true", help="run ours without its request log")
+    run.add_argument("--workers", type=int, default=1, help="worker processes of ours (serve.workers)")
     run.add_argument("--work", type=Path, default=Path("var/bench/work/intake"))
     run.add_argument("--results", type=Path, default=Path("var/bench/results/intake.json"))
     load.add_argument("--url", required=True)

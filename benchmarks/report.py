@@ -529,6 +529,11 @@ def _spread(result: dict[str, Any], key: str, digits: int = 0) -> str:
     return text
 
 
+def _workers(setting: str | None) -> str:
+    count = int(setting or 1)  # results from before serve.workers existed: one process
+    return "one process" if count == 1 else f"{count} worker processes"
+
+
 def _intake(intake: dict[str, Any] | None) -> list[str]:
     """The HTTP intake beside Data.Rentgen's http2kafka (``python -m benchmarks.intake``)."""
     lines = ["### HTTP intake", ""]
@@ -537,7 +542,8 @@ def _intake(intake: dict[str, Any] | None) -> list[str]:
     settings = intake.get("settings", {})
     runs = intake.get("ours", {}).get("single", {}).get("n", 1)
     lines += [
-        f"`{intake.get('command')}` ({intake.get('started')}): our `lineage serve` and Data.Rentgen's "
+        f"`{intake.get('command')}` ({intake.get('started')}): our `lineage serve` "
+        f"({_workers(settings.get('workers'))}) and Data.Rentgen's "
         "`http2kafka`, one after the other, on one Kafka 3.9 broker "
         f"({', '.join(intake.get('kafka_broker', []))}), each scenario {settings.get('duration')} s, the "
         f"median of {runs} runs with [min - max]. Closed loops: {settings.get('concurrency')} clients "
@@ -546,7 +552,7 @@ def _intake(intake: dict[str, Any] | None) -> list[str]:
         f"endpoint). Open loop: {settings.get('rate')} events/s, one per request, latency from each "
         "request's scheduled time. Ours answers after Kafka acknowledged (acks=all, idempotent producer); "
         "http2kafka answers before (it publishes without confirmation). The load generator, the service "
-        "and the broker share the 2 cores. Peak RSS is the service's.",
+        "and the broker share the 2 cores. Peak RSS and CPU are the service's (all its processes).",
         "",
         "| scenario | service | events/s | p50 ms | p99 ms | peak RSS MiB | service CPU µs/event | answers |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

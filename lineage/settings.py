@@ -405,6 +405,9 @@ class ServeSettings(_Section):
     retry_after_seconds: int = Field(default=5, ge=0)  # Retry-After of a 503
     max_batch_events: int = Field(default=10_000, ge=1)
     backlog: int = Field(default=2048, ge=1)  # listen queue: many clients connecting at once
+    # Processes answering on the one port (each its own event loop, Kafka producer and read index);
+    # more than one lets the service use more than one core (docs/intake.md, "Worker processes").
+    workers: int = Field(default=1, ge=1, le=64)
     access_log: bool = True  # one line per request: client, request line, status, size, time (no bodies)
     # Extra librdkafka producer properties (security.protocol, sasl.*, linger.ms ...), applied last.
     producer: dict[str, str] = Field(default_factory=dict)

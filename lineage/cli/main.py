@@ -341,8 +341,13 @@ class SendFailed(Exception):
 @cli.group("serve", invoke_without_command=True)
 @click.option("--host", help="Address to listen on (default serve.host: 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), help="Port (default serve.port: 5000).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    help="Processes sharing the port (default serve.workers: 1); more than one uses more cores.",
+)
 @click.pass_context
-def serve_command(click_ctx: click.Context, host: str | None, port: int | None) -> None:
+def serve_command(click_ctx: click.Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Run the HTTP service: the intake (docs/intake.md) and the read API (docs/read-api.md).
 
     Intake: POST /api/v1/lineage (one event), POST /api/v1/lineage/batch (a JSON array) into the Kafka topic.
@@ -355,12 +360,16 @@ def serve_command(click_ctx: click.Context, host: str | None, port: int | None) 
     import logging
 
     settings = click_ctx.find_object(Context).settings()  # type: ignore[union-attr]
+    if workers is not None:
+        settings = settings.model_copy(
+            update={"serve": settings.serve.model_copy(update={"workers": workers})}
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from lineage.serve.app import ConfigurationError, serve
+    from lineage.serve.app import ConfigurationError, WorkerFailed, serve
 
     try:
         serve(settings, host or settings.serve.host, settings.serve.port if port is None else port)
-    except (ConfigurationError, OSError, ValueError) as exc:
+    except (ConfigurationError, WorkerFailed, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
 
 

@@ -1,4 +1,9 @@
-"""Prometheus metrics of the service, in a registry of the app's own (no process-global state)."""
+"""Prometheus metrics of the service, in a registry of the app's own (no process-global state).
+
+With several worker processes (``serve.workers``) each worker writes its samples to files in one
+directory (prometheus_client's multiprocess mode) and ``/metrics``, whichever worker answers it, adds
+up every worker's: counters and histograms of the whole service.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,28 @@ from collections.abc import Iterable
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import values as prometheus_values
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from lineage.serve.errors import REFUSAL_CODE, Handler
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+def write_to_shared_files() -> None:
+    """Make this worker process's metrics write to ``PROMETHEUS_MULTIPROC_DIR`` (set by the parent before
+    it started the workers); call it in the worker before :class:`Metrics` is made."""
+    prometheus_values.ValueClass = prometheus_values.MultiProcessValue()
+
+
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, shared_dir: str | None = None) -> None:
+        """``shared_dir``: the directory every worker writes to (:func:`write_to_shared_files`), read by
+        :meth:`exposition`; None for one process."""
         disable_created_metrics()  # no *_created series: one sample per counter
+        self.shared_dir = shared_dir
+        self.answered = 0  # requests this process answered (a worker says it when it stops)
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
@@ -73,7 +90,11 @@ class Metrics:
             self.rejections.labels(reason).inc(n)
 
     def exposition(self) -> web.Response:
-        response = web.Response(body=generate_latest(self.registry))
+        registry = self.registry
+        if self.shared_dir is not None:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=self.shared_dir)
+        response = web.Response(body=generate_latest(registry))
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
@@ -102,6 +123,7 @@ def middleware(metrics: Metrics) -> web.middleware:  # type: ignore[valid-type]
         finally:
             endpoint = endpoint_of(request)
             metrics.requests.labels(endpoint, str(status)).inc()
+            metrics.answered += 1
             metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
     return measure

@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -357,6 +358,78 @@ def test_a_thousand_concurrent_connections(patient_service: Intake) -> None:
     assert statuses == [200] * len(run_ids)
     found = records_with(service, *(r.encode() for r in run_ids))
     assert sorted(json.loads(r.value or b"")["run"]["runId"] for r in found) == sorted(run_ids)
+
+
+# --- worker processes -------------------------------------------------------------------------------------
+
+
+def _accepted_in_metrics(service: Intake) -> float:
+    text = requests.get(f"{service.url}/metrics", timeout=10).text
+    found = re.search(r'^lineage_intake_events_total\{outcome="accepted"\} (\S+)$', text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_worker_processes_share_the_port_the_load_and_the_metrics(
+    kafka_broker: LocalKafka, intake_topic: str, intake_logs: Path
+) -> None:
+    import psutil
+
+    service = start_intake(
+        kafka_broker.bootstrap_servers,
+        intake_topic,
+        intake_logs,
+        api_key_hashes=json.dumps([hash_key(KEY)]),
+        workers="2",
+    )
+    try:
+        workers = psutil.Process(service.process.pid).children()
+        run_ids = [str(uuid.uuid4()) for _ in range(400)]
+
+        def send(run_id: str) -> int:  # a new connection each: the workers take turns accepting
+            return post(service, "/api/v1/lineage", raw_event("workers", run_id)).status_code
+
+        with ThreadPoolExecutor(16) as pool:
+            statuses = list(pool.map(send, run_ids))
+        # Whichever worker answers /metrics counts every worker's events.
+        counts = [_accepted_in_metrics(service) for _ in range(8)]
+    finally:
+        service.stop()
+
+    assert len(workers) == 2
+    assert statuses == [200] * len(run_ids)
+    assert counts == [len(run_ids)] * 8
+    found = records_with(service, *(r.encode() for r in run_ids))
+    assert sorted(json.loads(r.value or b"")["run"]["runId"] for r in found) == sorted(run_ids)
+    assert service.process.returncode == 0
+    log = service.log()
+    answered = [int(n) for n in re.findall(r"stopped after answering (\d+) requests", log)]
+    assert len(answered) == 2 and min(answered) > 0, log[-2000:]
+    assert sum(answered) >= len(run_ids) + 8
+
+
+def test_a_worker_that_dies_stops_the_service(
+    kafka_broker: LocalKafka, intake_topic: str, intake_logs: Path
+) -> None:
+    import psutil
+
+    service = start_intake(
+        kafka_broker.bootstrap_servers,
+        intake_topic,
+        intake_logs,
+        api_key_hashes=json.dumps([hash_key(KEY)]),
+        workers="2",
+    )
+    try:
+        first, second = psutil.Process(service.process.pid).children()
+        first.kill()
+        service.process.wait(timeout=60)
+        second.wait(timeout=5)
+    finally:
+        service.stop()
+
+    assert service.process.returncode == 1
+    assert f"(pid {first.pid}) ended (signal 9); stopping" in service.log()
+    assert not second.is_running()
 
 
 # --- authentication, TLS, operations ----------------------------------------------------------------------
