@@ -369,11 +369,9 @@ def _accepted_in_metrics(service: Intake) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def test_worker_processes_share_the_port_the_load_and_the_metrics(
-    kafka_broker: LocalKafka, intake_topic: str, intake_logs: Path
-) -> None:
-    import psutil
-
+@pytest.fixture
+def two_workers(kafka_broker: LocalKafka, intake_topic: str, intake_logs: Path) -> Iterator[Intake]:
+    """The service as two worker processes on one port (``serve.workers = 2``); stopped at the end."""
     service = start_intake(
         kafka_broker.bootstrap_servers,
         intake_topic,
@@ -381,19 +379,25 @@ def test_worker_processes_share_the_port_the_load_and_the_metrics(
         api_key_hashes=json.dumps([hash_key(KEY)]),
         workers="2",
     )
-    try:
-        workers = psutil.Process(service.process.pid).children()
-        run_ids = [str(uuid.uuid4()) for _ in range(400)]
+    yield service
+    service.stop()
 
-        def send(run_id: str) -> int:  # a new connection each: the workers take turns accepting
-            return post(service, "/api/v1/lineage", raw_event("workers", run_id)).status_code
 
-        with ThreadPoolExecutor(16) as pool:
-            statuses = list(pool.map(send, run_ids))
-        # Whichever worker answers /metrics counts every worker's events.
-        counts = [_accepted_in_metrics(service) for _ in range(8)]
-    finally:
-        service.stop()
+def test_worker_processes_share_the_port_the_load_and_the_metrics(two_workers: Intake) -> None:
+    import psutil
+
+    service = two_workers
+    workers = psutil.Process(service.process.pid).children()
+    run_ids = [str(uuid.uuid4()) for _ in range(400)]
+
+    def send(run_id: str) -> int:  # a new connection each: the workers take turns accepting
+        return post(service, "/api/v1/lineage", raw_event("workers", run_id)).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(send, run_ids))
+    # Whichever worker answers /metrics counts every worker's events.
+    counts = [_accepted_in_metrics(service) for _ in range(8)]
+    service.stop()
 
     assert len(workers) == 2
     assert statuses == [200] * len(run_ids)
@@ -407,25 +411,14 @@ def test_worker_processes_share_the_port_the_load_and_the_metrics(
     assert sum(answered) >= len(run_ids) + 8
 
 
-def test_a_worker_that_dies_stops_the_service(
-    kafka_broker: LocalKafka, intake_topic: str, intake_logs: Path
-) -> None:
+def test_a_worker_that_dies_stops_the_service(two_workers: Intake) -> None:
     import psutil
 
-    service = start_intake(
-        kafka_broker.bootstrap_servers,
-        intake_topic,
-        intake_logs,
-        api_key_hashes=json.dumps([hash_key(KEY)]),
-        workers="2",
-    )
-    try:
-        first, second = psutil.Process(service.process.pid).children()
-        first.kill()
-        service.process.wait(timeout=60)
-        second.wait(timeout=5)
-    finally:
-        service.stop()
+    service = two_workers
+    first, second = psutil.Process(service.process.pid).children()
+    first.kill()
+    service.process.wait(timeout=60)
+    second.wait(timeout=5)
 
     assert service.process.returncode == 1
     assert f"(pid {first.pid}) ended (signal 9); stopping" in service.log()
