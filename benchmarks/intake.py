@@ -397,8 +397,7 @@ def rss_sampler(pid: int) -> Iterator[dict[str, float]]:
     def sample() -> None:
         while not stop.is_set():
             try:
-                root = psutil.Process(pid)
-                total = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+                total = sum(p.memory_info().rss for p in measure.process_tree(pid))
                 found["peak_rss_mib"] = max(found["peak_rss_mib"], total / measure.MIB)
             except psutil.Error:
                 pass
@@ -416,9 +415,8 @@ def rss_sampler(pid: int) -> Iterator[dict[str, float]]:
 
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds (user + system) of a process and its living descendants (a service's workers)."""
-    root = psutil.Process(pid)
     total = 0.0
-    for process in [root, *root.children(recursive=True)]:
+    for process in measure.process_tree(pid):
         with contextlib.suppress(psutil.Error):
             times = process.cpu_times()
             total += times.user + times.system

@@ -46,6 +46,12 @@ def summarize(values: Iterable[float]) -> dict[str, float | int]:
     return {"median": statistics.median(data), "min": data[0], "max": data[-1], "n": len(data)}
 
 
+def process_tree(pid: int) -> list[psutil.Process]:
+    """The process and its living descendants (raises psutil.Error when the process is gone)."""
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
 def _pss(proc: psutil.Process) -> int:
     """Proportional set size (RSS where the kernel does not report PSS)."""
     full = proc.memory_full_info()
@@ -88,8 +94,7 @@ class TreeSampler:
         procs = []
         for pid in roots:
             try:
-                root = psutil.Process(pid)
-                tree = [root, *root.children(recursive=True)]
+                tree = process_tree(pid)
             except psutil.Error:
                 continue
             for proc in tree:

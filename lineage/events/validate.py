@@ -398,7 +398,6 @@ _USUAL_EVENT_TIME = re.compile(
     r"[T ](?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
     r"(?:Z|[+-](?:0[0-9]|1[0-7])(?::?[0-5][0-9])?|[+-]18(?::?00)?)"
 )
-_VALID_RUN_EVENT_TYPES = _EVENT_TYPES | frozenset(t.lower() for t in _EVENT_TYPES)
 
 
 def _usual_run_event(document: dict[str, Any]) -> Verdict | None:
@@ -421,7 +420,7 @@ def _usual_run_event(document: dict[str, Any]) -> Verdict | None:
         if (
             type(event_time) is str
             and type(run_id) is str
-            and (event_type in _VALID_RUN_EVENT_TYPES or event_type.upper() in _EVENT_TYPES)
+            and event_type.upper() in _EVENT_TYPES
             and _USUAL_EVENT_TIME.fullmatch(event_time) is not None
             and _UUID.fullmatch(run_id) is not None
         ):

@@ -297,7 +297,7 @@ def _serve_here(
     logging.logMultiprocessing = False
     access_logger = logging.getLogger(ACCESS_LOGGER) if settings.serve.access_log else None
     _run(app, sock, context, settings, loop, access_logger, handle_signals=parent is None)
-    return app[METRICS].answered
+    return app[METRICS].answered()
 
 
 def _stop_once_on_signals(loop: asyncio.AbstractEventLoop, parent: int) -> None:

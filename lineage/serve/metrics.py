@@ -34,7 +34,6 @@ class Metrics:
         :meth:`exposition`; None for one process."""
         disable_created_metrics()  # no *_created series: one sample per counter
         self.shared_dir = shared_dir
-        self.answered = 0  # requests this process answered (a worker says it when it stops)
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
@@ -89,6 +88,12 @@ class Metrics:
         for reason, n in Tally(reasons).items():
             self.rejections.labels(reason).inc(n)
 
+    def answered(self) -> int:
+        """Requests this process answered (its own counts, even with shared files)."""
+        return int(
+            sum(s.value for m in self.requests.collect() for s in m.samples if s.name.endswith("_total"))
+        )
+
     def exposition(self) -> web.Response:
         registry = self.registry
         if self.shared_dir is not None:
@@ -123,7 +128,6 @@ def middleware(metrics: Metrics) -> web.middleware:  # type: ignore[valid-type]
         finally:
             endpoint = endpoint_of(request)
             metrics.requests.labels(endpoint, str(status)).inc()
-            metrics.answered += 1
             metrics.latency.labels(endpoint).observe(time.perf_counter() - started)
 
     return measure

@@ -10,9 +10,10 @@ import random
 
 import pytest
 
+from lineage.events import rules
 from lineage.events import validate as v
 from lineage.events.rules import JSON_LIMITS
-from tests.unit.validation_corpus import GOOD, corpus, event
+from tests.unit.validation_corpus import _DELETE, GOOD, corpus, event
 
 
 def _verdict(verdict: v.Verdict) -> tuple[str | None, str | None, str | None]:
@@ -258,3 +259,14 @@ def test_the_usual_run_event_shortcut_gives_the_full_checks_verdict() -> None:
         taken += isinstance(document, dict) and v._usual_run_event(document) is not None
         assert _verdict(v.validate_document(document)) == _verdict(v._checked_document(document)), document
     assert taken > 400  # the usual times of the grid, the good corpus events, the case variants
+
+
+def test_the_usual_run_event_shortcut_needs_every_field_the_rules_require() -> None:
+    """The shortcut names its fields itself (for speed): each field the rules require of a RunEvent,
+    missing or not a string, leaves the verdict to the full checks."""
+    run_event = next(kind for kind in rules.KINDS if kind.name == rules.RUN_EVENT)
+    assert v._usual_run_event(json.loads(event())) is not None
+    for dotted in (*rules.COMMON_FIELDS, *run_event.fields):
+        for value in (_DELETE, 1, None):
+            document = json.loads(event(**{dotted.replace(".", "__"): value}))
+            assert v._usual_run_event(document) is None, (dotted, value)
