@@ -9,8 +9,11 @@ catalog's ``assert-ref-snapshot-id``). Of two jobs that start together exactly o
 stops with one line naming the holder.
 
 The holder renews the lease every third of ``[build] lease_minutes`` from a thread. A lease not renewed
-for that long (its job was killed) is taken over by the next job, with a warning. The table is written
-through pyiceberg from the driver: no Spark job, a few hundred milliseconds per commit.
+for that long (its job was killed) is taken over by the next job, with a warning. On the holder's own host
+a dead holder is seen at once: the row names the host, the pid and the process's identity (the boot id and
+its start time, from ``/proc``), and a job on that host whose holder's pid is gone, or is now another
+process, takes the lease over without waiting, with a warning. The table is written through pyiceberg from
+the driver: no Spark job, a few hundred milliseconds per commit.
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import CommitFailedException, ValidationException
 from pyiceberg.table import Table
+from pyiceberg.types import StringType
 
 from lineage.settings import Settings
 
@@ -46,6 +51,8 @@ SCHEMA = pa.schema(
         pa.field("pid", pa.int64(), nullable=False),
         pa.field("acquired_at", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("expires_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        # Boot id and start time of the holder's process (Linux): a reused pid is another process.
+        pa.field("process", pa.string(), nullable=True),
     ]
 )
 
@@ -66,6 +73,42 @@ def _at(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` apart from a later one that reuses its pid: the boot id and the process's
+    start time in clock ticks (``/proc``); None where ``/proc`` does not say (not Linux, no such process)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    # Field 22 of stat is the start time; fields count from 1 and the command (field 2) may hold spaces.
+    return f"{boot}:{stat[stat.rindex(')') + 2 :].split()[19]}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def gone_holder(row: dict[str, Any]) -> str | None:
+    """Why the lease's holder is known to be dead (None: alive, or on another host, where only the lease's
+    expiry can tell)."""
+    if row["host"] != socket.gethostname():
+        return None
+    pid = int(row["pid"])
+    if not _pid_alive(pid):
+        return f"its process {pid} on this host has ended"
+    known, now = row.get("process"), process_identity(pid)
+    if known and now and known != now:
+        return f"pid {pid} on this host is now another process"
+    return None
+
+
 @dataclass
 class Lease:
     """The lease of one job (``job``: what it is, e.g. ``build``), on the catalog ``open_catalog`` opens."""
@@ -82,9 +125,17 @@ class Lease:
         catalog = self.open_catalog()
         catalog.create_namespace_if_not_exists(self.namespace)
         # No retry inside pyiceberg: a commit that lost the race must be decided again on what won it.
-        return catalog.create_table_if_not_exists(
+        table = catalog.create_table_if_not_exists(
             (self.namespace, LEASE_TABLE), SCHEMA, properties={"commit.retry.num-retries": "0"}
         )
+        if "process" not in table.schema().column_names:  # a lease table of an earlier version
+            try:
+                with table.update_schema() as update:
+                    update.add_column("process", StringType())
+            except (CommitFailedException, ValueError) as exc:  # another job added it meanwhile
+                log.info("lease table: adding the process column: %s", exc)
+            table = catalog.load_table((self.namespace, LEASE_TABLE))
+        return table
 
     @staticmethod
     def current(table: Table) -> dict[str, Any] | None:
@@ -103,6 +154,7 @@ class Lease:
                     "pid": os.getpid(),
                     "acquired_at": self.acquired_at,
                     "expires_at": now + self.ttl,
+                    "process": process_identity(os.getpid()),
                 }
             ],
             schema=SCHEMA,
@@ -134,21 +186,32 @@ class Lease:
 
         def take(row: dict[str, Any] | None, now: datetime) -> pa.Table:
             if row is not None and row["holder"] != self.holder:
-                if row["expires_at"] > now:
+                gone = gone_holder(row) if row["expires_at"] > now else None
+                if gone:
+                    log.warning(
+                        "taking over the lease of a %s (pid %s on %s, acquired %s) before it expires: %s",
+                        row["job"],
+                        row["pid"],
+                        row["host"],
+                        _at(row["acquired_at"]),
+                        gone,
+                    )
+                elif row["expires_at"] > now:
                     raise LakeBusy(
                         f"{self.job} refused: a {row['job']} (pid {row['pid']} on {row['host']}) writes the "
                         f"lineage tables since {_at(row['acquired_at'])}; its lease runs until "
                         f"{_at(row['expires_at'])} unless renewed. Run the {self.job} when it has finished "
                         "(the build and the maintenance must not overlap)"
                     )
-                log.warning(
-                    "taking over the lease of a %s (pid %s on %s) that expired at %s without being released: "
-                    "that job was stopped before its end",
-                    row["job"],
-                    row["pid"],
-                    row["host"],
-                    _at(row["expires_at"]),
-                )
+                else:
+                    log.warning(
+                        "taking over the lease of a %s (pid %s on %s) that expired at %s without being "
+                        "released: that job was stopped before its end",
+                        row["job"],
+                        row["pid"],
+                        row["host"],
+                        _at(row["expires_at"]),
+                    )
             self.acquired_at = now
             return self._row(now)
 

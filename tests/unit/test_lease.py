@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from lineage.io.catalog import open_catalog
-from lineage.io.lease import LEASE_TABLE, LakeBusy, Lease, LeaseLost, writer_lease
+from lineage.io.lease import (
+    LEASE_TABLE,
+    SCHEMA,
+    LakeBusy,
+    Lease,
+    LeaseLost,
+    gone_holder,
+    process_identity,
+    writer_lease,
+)
 from lineage.settings import Settings, load_settings
 
 T0 = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
@@ -114,3 +128,72 @@ def test_writer_lease_holds_for_the_block_and_refuses_a_second_writer(settings: 
     with pytest.raises(RuntimeError, match="boom"), writer_lease(settings, "build"):
         raise RuntimeError("boom")
     assert _row(settings) is None  # released when the job fails
+
+
+def _killed_holder(settings: Settings) -> None:
+    """Another process takes the build's lease and dies without releasing it (as under SIGKILL)."""
+    script = (
+        "import os, sys\n"
+        "from lineage.io.lease import writer_lease\n"
+        "from lineage.settings import load_settings\n"
+        "settings = load_settings(catalog={'sqlite_path': sys.argv[1], 'warehouse': sys.argv[2], "
+        "'properties': {}})\n"
+        "with writer_lease(settings, 'build'):\n"
+        "    os._exit(0)\n"
+    )
+    catalog = settings.catalog
+    subprocess.run(
+        [sys.executable, "-c", script, str(catalog.sqlite_path), str(catalog.warehouse)],
+        check=True,
+        timeout=120,
+    )
+
+
+def test_a_dead_holder_on_this_host_is_taken_over_before_its_lease_expires(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    _killed_holder(settings)
+    dead = _row(settings)
+    assert dead is not None and dead["expires_at"] > datetime.now(UTC) + timedelta(minutes=20)
+    assert dead["host"] == socket.gethostname() and dead["process"]
+    with (
+        caplog.at_level(logging.WARNING, logger="lineage.io.lease"),
+        writer_lease(settings, "build") as lease,
+    ):
+        assert _row(settings)["holder"] == lease.holder  # type: ignore[index]
+    assert f"its process {dead['pid']} on this host has ended" in caplog.text
+    assert _row(settings) is None
+
+
+def test_a_reused_pid_is_not_the_holder_but_the_holder_itself_is(settings: Settings) -> None:
+    now = [datetime.now(UTC)]
+    holder = _lease(settings, "maintenance", now)
+    holder.acquire()
+    table = open_catalog(settings.catalog).load_table(("lineage", LEASE_TABLE))
+    row = Lease.current(table)
+    assert row is not None and row["process"] == process_identity(os.getpid())
+    assert gone_holder(row) is None
+    with pytest.raises(LakeBusy):  # our own pid, our own process: alive
+        _lease(settings, "build", now).acquire()
+    # The same pid, but a process that started at another time: the holder's pid was reused.
+    table.overwrite(
+        pa.Table.from_pylist([{**row, "process": row["process"] + "0"}], schema=table.schema().as_arrow())
+    )
+    assert (
+        gone_holder({**row, "process": row["process"] + "0"})
+        == f"pid {os.getpid()} on this host is now another process"
+    )
+    build = _lease(settings, "build", now)
+    build.acquire()
+    assert _row(settings)["holder"] == build.holder  # type: ignore[index]
+    # A holder on another host is only ever judged by its lease's expiry.
+    assert gone_holder({**row, "host": "elsewhere", "pid": 2**22 + 7}) is None
+
+
+def test_a_lease_table_of_an_earlier_version_gains_the_process_column(settings: Settings) -> None:
+    catalog = open_catalog(settings.catalog)
+    catalog.create_namespace_if_not_exists("lineage")
+    old = pa.schema([f for f in SCHEMA if f.name != "process"])
+    catalog.create_table(("lineage", LEASE_TABLE), old)
+    with writer_lease(settings, "build"):
+        assert _row(settings)["process"] == process_identity(os.getpid())  # type: ignore[index]
