@@ -80,7 +80,9 @@ def column_edges(
       INDIRECT relation instead). Within one facet (one output dataset of one event) with at least two output
       fields, an INDIRECT transformation of a source column that appears, identical, under every output field
       is moved to one dataset-scope edge. A dataset-wide dependency affects every column, so nothing is
-      lost; an INDIRECT dependency under only some fields stays field-level.
+      lost; an INDIRECT dependency under only some fields stays field-level, and so does a transformation of
+      unknown (null) type, even under every field: the facet does not say it is INDIRECT (a dbt or Airflow
+      legacy IDENTITY feeding every column is a copy into each, not a dataset-wide influence).
     - ``run_count`` counts distinct runs (0 for JobEvent static lineage); ``first_seen``/``last_seen`` are the
       event times of the facets reporting the edge. Aggregation is by sets and min/max, so duplicated or
       reordered events give the same rows.
@@ -198,6 +200,8 @@ def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
     """Add ``scope``; move INDIRECT transformations repeated under every output field to dataset scope.
 
     See the near-cartesian rule in :func:`column_edges`. Window sets, not counts, so duplicates do not matter.
+    ``_repeated`` is never null (every operand is non-null), so a row keeps its target field exactly when it
+    stays at field scope.
     """
     field_level = F.col("target_field").isNotNull()
     facet_fields = F.size(
@@ -205,9 +209,11 @@ def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
     )
     same_input = Window.partitionBy("_facet", "source_dataset_id", "source_field", "t")
     fields_with_it = F.size(F.collect_set(F.when(field_level, F.col("target_field"))).over(same_input))
-    repeated = (
-        field_level & (F.col("t.type") == INDIRECT) & (facet_fields >= 2) & (fields_with_it == facet_fields)
-    )
+    # Null-safe: a transformation of unknown (null) type (legacy facets, an item without `type`) is not
+    # INDIRECT, so it stays on each of its fields. With `==` the whole condition was null for it, and the
+    # `when`s below then nulled its target field while keeping `field` scope (issue 37).
+    indirect = F.col("t.type").eqNullSafe(F.lit(INDIRECT))
+    repeated = field_level & indirect & (facet_fields >= 2) & (fields_with_it == facet_fields)
     return rows.withColumn("_repeated", repeated).select(
         "_facet",
         "first_seen",
@@ -232,8 +238,16 @@ PATH_KEY = ["target_dataset_id", "target_field", "source_dataset_id", "source_fi
 
 
 def _path_edges(column_edges: DataFrame) -> DataFrame:
+    # Only edges naming both columns: a field-scope row without a target field (what issue 37's near-cartesian
+    # bug stored, and may still be in a table built before its fix) would otherwise pass the self-loop test
+    # below whenever its datasets differ (`x OR NULL` is true) and become paths into a null column.
+    named = (
+        (F.col("scope") == FIELD_SCOPE)
+        & F.col("source_field").isNotNull()
+        & F.col("target_field").isNotNull()
+    )
     return (
-        column_edges.where(F.col("scope") == FIELD_SCOPE)
+        column_edges.where(named)
         .select(
             F.col("source_dataset_id").alias("_e_src_ds"),
             F.col("source_field").alias("_e_src_f"),

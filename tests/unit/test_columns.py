@@ -119,6 +119,19 @@ FACETS: dict[str, dict[str, Any]] = {
         }
     ),
     "static": column_lineage({"s": [_src("s", direct("IDENTITY"))]}),
+    # Issue 37: source columns under every output field with a transformation of unknown (null) type: x as
+    # dbt and Airflow's SQL parser send it (legacy facet: `transformationType` on the output field, no
+    # `transformations`), y with a `transformations[]` item without `type`; z INDIRECT, a real repeat.
+    "unknown_shared": column_lineage(
+        {
+            f: {
+                "inputFields": [_src("x"), _src("y", {"subtype": "JOIN"}), _src("z", indirect("FILTER"))],
+                "transformationType": "IDENTITY",
+                "transformationDescription": "copied",
+            }
+            for f in ("a", "b")
+        }
+    ),
 }
 
 # The newer `lineage` dataset facet (spec LineageDatasetFacet) of `s3://lake/out_new_facet`.
@@ -169,6 +182,7 @@ def _scenario() -> list[dict[str, Any]]:
         _run(7, "cartesian", FACETS["cartesian"]),
         _run(8, "alias", FACETS["alias"], inputs=[iceberg_in]),
         _run(9, "new_facet", None, facets={"lineage": NEW_FACET}),
+        _run(10, "unknown_shared", FACETS["unknown_shared"]),
         job_event(
             at(50), ("spark", "static"), inputs=[dataset(*SRC)], outputs=[_out("static", FACETS["static"])]
         ),
@@ -315,6 +329,22 @@ def test_indirect_input_repeated_under_every_output_field_becomes_one_dataset_ed
     }
 
 
+def test_unknown_type_repeated_under_every_output_field_stays_on_each_field(edges: list[Row]) -> None:
+    """Issue 37: the near-cartesian rule is for INDIRECT only; a null type compared with `==` made the rule's
+    condition null, and every such edge lost its target field into one `field` row with a null target."""
+    got = {k: _ts(r) for k, r in _by_job(edges, "unknown_shared").items()}
+    legacy = [(None, "IDENTITY", "copied", False)]
+    untyped = [(None, "JOIN", None, False)]
+    assert got == {
+        ("x", "a", "field"): legacy,
+        ("x", "b", "field"): legacy,
+        ("y", "a", "field"): untyped,
+        ("y", "b", "field"): untyped,
+        ("z", None, "dataset"): [("INDIRECT", "FILTER", None, False)],
+    }
+    assert not any(r.is_direct for r in _by_job(edges, "unknown_shared").values())
+
+
 def test_aliases_map_physical_and_catalog_names_to_one_dataset(edges: list[Row]) -> None:
     got = {r.target_field: r.source_dataset_id for r in edges if r.job_name == "alias"}
     assert got["p"] == got["q"] == _id(*ICEBERG)
@@ -458,6 +488,19 @@ def test_shortest_paths_tie_break_on_jobs_and_direct_if_any_shortest_is(paths: d
 
 def test_dataset_scope_edges_are_not_followed(paths: dict[Any, Any]) -> None:
     assert not [k for k in paths if k[0].startswith("X.")]
+
+
+def test_field_scope_edge_without_a_target_field_is_not_followed(spark: SparkSession) -> None:
+    """A field-scope row with a null target field (issue 37 stored such rows; an incremental build keeps old
+    ones) names no column: no path into a null column (the self-loop test let it through, `x OR NULL`)."""
+    rows = [
+        ("A", "a", "X", None, "ns", "bad", "field", False),
+        ("A", "a", "A", None, "ns", "bad", "field", False),
+        ("X", "x", "Y", "y", "ns", "j", "field", True),
+    ]
+    edges = spark.createDataFrame(rows, EDGES_SCHEMA)
+    got = columns.column_paths(edges, max_depth=2).collect()
+    assert [(r.target_dataset_id, r.target_field, r.source_field) for r in got] == [("Y", "y", "x")]
 
 
 def test_checkpointing_each_round_gives_the_same_paths(graph: DataFrame) -> None:
