@@ -20,7 +20,7 @@ TEST_PREREQS :=
 # Parts of the build owned by one feature each (Flink producers, benchmarks, browser tests).
 -include $(sort $(wildcard mk/*.mk))
 
-.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-full build-reextract maintain report lineage-report demo test \
+.PHONY: help setup jars kafka-start kafka-stop kafka-status publish-demo ingest ingest-once build build-continuous build-full build-reextract maintain report lineage-report demo test \
         test-unit lint clean distclean
 
 help: ## List the targets
@@ -64,6 +64,10 @@ ingest-once: setup ## Land what is in the topic now, then stop (availableNow)
 
 build: setup ## Build lake.lineage.* from the new raw events (incremental)
 	$(PY) jobs/build_lineage.py
+
+BUILD_EVERY ?= 60s
+build-continuous: setup ## Build whenever new raw events landed, checking every BUILD_EVERY (60s); stop: Ctrl-C/SIGTERM
+	$(PY) jobs/build_lineage.py --every $(BUILD_EVERY)
 
 build-full: setup ## Recompute lake.lineage.* from the extracted form of all events (no JSON parsing)
 	$(PY) jobs/build_lineage.py --full-refresh

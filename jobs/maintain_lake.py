@@ -3,7 +3,8 @@
 spark-submit jobs/maintain_lake.py [--now 2026-11-22T10:00:00Z]
 (or plain ``python jobs/maintain_lake.py``). Everything else comes from conf/lineage.toml [maintain] and
 LINEAGE__* env. Schedule it (e.g. daily) like the build: it never overlaps one (whichever of the two starts
-second exits with status 75 and one line, and runs at its next slot).
+second exits with status 75 and one line, and runs at its next slot). SIGTERM/SIGINT stop it before the
+next table (the step under way is abandoned before its commit): lease released, one line, status 0.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from lineage.instrument import observed_maintenance
 from lineage.io.lease import BUSY_EXIT, LakeBusy
 from lineage.jobstart import start_job
 from lineage.settings import cli_instant
+from lineage.stopping import JobStopped, stop_on_signals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings, spark = start_job("maintain_lake", checkpoint=False)
     try:
-        result = observed_maintenance(spark, settings, now=args.now)
+        with stop_on_signals(spark) as stop:
+            result = observed_maintenance(spark, settings, now=args.now, stop=stop)
+    except JobStopped as exc:
+        print(f"maintain_lake: {exc}; the lease is released and the next run does the rest", file=sys.stderr)
+        return 0
     except LakeBusy as exc:
         print(f"maintain_lake: {exc}", file=sys.stderr)
         return BUSY_EXIT

@@ -40,6 +40,7 @@ from lineage.observe import (
     tracked_run,
 )
 from lineage.settings import Settings
+from lineage.stopping import StopRequest
 
 DIRECT, INDIRECT = "DIRECT", "INDIRECT"
 IDENTITY, TRANSFORMATION, AGGREGATION = "IDENTITY", "TRANSFORMATION", "AGGREGATION"
@@ -206,6 +207,7 @@ def observed_build(
     full_refresh: bool = False,
     re_extract: bool = False,
     now: datetime | None = None,
+    stop: StopRequest | None = None,
 ) -> BuildResult:
     """:func:`build_lineage`, reported as a BATCH run of job ``build_lineage``."""
     catalog = settings.catalog
@@ -219,7 +221,9 @@ def observed_build(
         raw = describe_tables(catalog, [(catalog.raw_namespace, "events")])
         inputs = [input_dataset(info) for info in raw]
         run.emit(RunState.START, inputs)
-        result = build_lineage(spark, settings, full_refresh=full_refresh, re_extract=re_extract, now=now)
+        result = build_lineage(
+            spark, settings, full_refresh=full_refresh, re_extract=re_extract, now=now, stop=stop
+        )
         outputs: list[OutputDataset] = []
         if result.mode != "noop":
             sources = {"events": (raw[0].namespace, raw[0].name)} if raw else {}
@@ -234,7 +238,11 @@ def observed_build(
 
 
 def observed_maintenance(
-    spark: SparkSession, settings: Settings, *, now: datetime | None = None
+    spark: SparkSession,
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    stop: StopRequest | None = None,
 ) -> MaintainResult:
     """:func:`maintain_lake`, reported as a BATCH run of job ``maintain_lake`` (the tables it rewrote are its
     outputs, with their sizes after the run)."""
@@ -247,7 +255,7 @@ def observed_maintenance(
         f"retention, compaction and snapshot expiry of {catalog.name}.*",
     ) as run:
         run.emit(RunState.START)
-        result = maintain_lake(spark, settings, now=now)
+        result = maintain_lake(spark, settings, now=now, stop=stop)
         changed: list[tuple[str, str]] = []
         for t in result.tables:
             if t.retired_rows or t.rewritten_files or t.expired_files or t.orphan_files:

@@ -47,6 +47,7 @@ from openlineage.client.uuid import generate_new_uuid
 
 from lineage.events.redact import redact_text, without_credentials
 from lineage.settings import CatalogSettings, OpenLineageSettings
+from lineage.stopping import JobStopped
 
 log = logging.getLogger(__name__)
 
@@ -484,7 +485,8 @@ def tracked_run(
     description: str = "",
     engine: tuple[str, str] | None = None,
 ) -> Iterator[TrackedRun]:
-    """A run of ours: the caller emits START/RUNNING/COMPLETE; an exception escaping emits FAIL.
+    """A run of ours: the caller emits START/RUNNING/COMPLETE; an exception escaping emits FAIL (ABORT for a
+    requested stop, :class:`lineage.stopping.JobStopped`).
 
     The emitter is drained (bounded wait) when the block ends, whatever happened.
     """
@@ -495,6 +497,9 @@ def tracked_run(
     )
     try:
         yield run
+    except JobStopped:
+        run.emit(RunState.ABORT)
+        raise
     except BaseException as exc:
         if not isinstance(exc, SystemExit) or exc.code not in (0, None):
             run.fail(exc)

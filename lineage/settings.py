@@ -547,3 +547,21 @@ def cli_instant(text: str) -> datetime:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from exc
+
+
+_INTERVAL_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def cli_interval(text: str) -> float:
+    """A positive interval given on a job's command line (``--every 60s``, ``5m``, ``1h``; a bare number is
+    seconds), in seconds."""
+    value = text.strip().lower()
+    scale = _INTERVAL_UNITS.get(value[-1:])
+    number = value[:-1] if scale else value
+    try:
+        seconds = float(number) * (scale or 1)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"not a positive interval like 60s, 5m or 1h: {text!r}")
+    return seconds

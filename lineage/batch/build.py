@@ -46,6 +46,7 @@ from lineage.batch.maintain import RETIRED_TABLE
 from lineage.io import lake
 from lineage.io.lease import writer_lease
 from lineage.settings import Settings
+from lineage.stopping import StopRequest, stopped_during
 from lineage.transforms import columns, model
 from lineage.transforms.extract import COORDINATES, FACT_COLUMNS, event_facts, extract_events
 from lineage.transforms.model_common import JOB_EVENT, RUN_EVENT, RUNNING
@@ -114,8 +115,9 @@ FULL_RANGE_START = -1  # RANGE of rows extracted from the whole raw table
 FULL_PENDING = "full-pending"  # extracted through raw_snapshot_id, the full recompute not finished yet
 EXTRACT_PENDING = "re-extract-pending"  # the extracted form is being rebuilt: not usable
 
-# Test-only fault injection: SIGKILL this process right after the named step commits.
+# Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
 FAULT_ENV = "LINEAGE_FAULT_KILL_BUILD_AFTER"
+FAULT_TERM_ENV = "LINEAGE_FAULT_TERM_BUILD_AFTER"
 
 
 class BuildError(RuntimeError):
@@ -150,13 +152,17 @@ class _AliasDelta:
 
 
 class _Build:
-    def __init__(self, spark: SparkSession, settings: Settings, now: datetime) -> None:
+    def __init__(
+        self, spark: SparkSession, settings: Settings, now: datetime, stop: StopRequest | None = None
+    ) -> None:
         self.spark = spark
         self.settings = settings
         self.now = now
         self.raw = settings.catalog.events_table
         self.rules = sorted(settings.build.alias_rules.items())
+        self.stop = stop
         self._fault = os.environ.get(FAULT_ENV) or None
+        self._fault_term = os.environ.get(FAULT_TERM_ENV) or None
 
     def t(self, name: str) -> str:
         """Full name of a ``lineage`` table, e.g. ``lake.lineage.runs``."""
@@ -165,18 +171,25 @@ class _Build:
     def table(self, name: str) -> DataFrame:
         return self.spark.table(self.t(name))
 
-    def step_done(self, step: str) -> None:
+    def step_done(self, step: str, *, last: bool = False) -> None:
+        """After each commit: a requested stop ends the build here (not after the ``last`` commit, which
+        finished it)."""
         log.info("build step %s committed", step)
         if self._fault == step:
             log.warning("fault injection: SIGKILL after build step %s", step)
             os.kill(os.getpid(), signal.SIGKILL)
+        if self._fault_term == step:
+            log.warning("fault injection: SIGTERM after build step %s", step)
+            os.kill(os.getpid(), signal.SIGTERM)
+        if self.stop is not None and not last:
+            self.stop.check(f"after build step {step}")
 
     # -- state ---------------------------------------------------------------------------------------
     def last_state(self) -> _State | None:
         """Where the last build left the lake; None when the extracted form must be (re)built."""
         catalog = self.settings.catalog
         existing = lake.tables_in(self.spark, f"{catalog.name}.{catalog.lineage_namespace}")
-        if not existing.issuperset((*BUILD_TABLES, STATE_TABLE)):
+        if not existing.issuperset((*EXTRACTED_TABLES, STATE_TABLE)):
             return None
         row = (
             self.table(STATE_TABLE)
@@ -197,7 +210,9 @@ class _Build:
         facts, mentions = (set(self.table(name).columns) for name in EXTRACTED_TABLES)
         return set(FACT_COLUMNS) <= facts and set(model.MENTION_COLUMNS) <= mentions
 
-    def record(self, mode: str, previous: int | None, current: int | None, new_events: int) -> None:
+    def record(
+        self, mode: str, previous: int | None, current: int | None, new_events: int, *, last: bool = False
+    ) -> None:
         row = self.spark.createDataFrame(
             [(current, previous, mode, new_events, datetime.now(UTC), self.now)],
             "raw_snapshot_id bigint, previous_snapshot_id bigint, mode string, new_events bigint, "
@@ -207,7 +222,7 @@ class _Build:
             lake.append(row, self.t(STATE_TABLE))
         else:
             lake.replace_table(row, self.t(STATE_TABLE))
-        self.step_done(f"{STATE_TABLE}:{mode}")
+        self.step_done(f"{STATE_TABLE}:{mode}", last=last)
 
     # -- 1. extraction -------------------------------------------------------------------------------
     def extract(self, previous: int | None, current: int) -> int:
@@ -730,6 +745,22 @@ def _node_rows(initial: DataFrame, labels: DataFrame) -> DataFrame:
     )
 
 
+def has_new_events(spark: SparkSession, settings: Settings) -> bool:
+    """Whether a build would do anything: raw snapshots after the last build's, an unfinished build, or an
+    extracted form to (re)build. Read-only and cheap (two metadata queries): what a continuous build asks
+    before it takes the lease."""
+    build = _Build(spark, settings, datetime.now(UTC))
+    if not lake.table_exists(spark, build.raw):
+        return False
+    current = lake.current_snapshot_id(spark, build.raw)
+    if current is None:
+        return False
+    state = build.last_state()
+    return (
+        state is None or state.full_pending or state.snapshot != current or not build.extracted_form_current()
+    )
+
+
 def build_lineage(
     spark: SparkSession,
     settings: Settings,
@@ -737,6 +768,7 @@ def build_lineage(
     full_refresh: bool = False,
     re_extract: bool = False,
     now: datetime | None = None,
+    stop: StopRequest | None = None,
 ) -> BuildResult:
     """Bring ``lake.lineage.*`` up to date with ``lake.raw.events``.
 
@@ -747,21 +779,29 @@ def build_lineage(
         re_extract: parse every raw event again into the extracted form first (after a change to what is
             extracted), then recompute everything.
         now: reference time for run liveness (default: the current time, UTC).
+        stop: a stop request (:func:`lineage.stopping.stop_on_signals`), checked after every commit.
 
     Raises:
         BuildError: ``raw.events`` does not exist yet.
         LakeBusy: a maintenance (or another build) is writing the lineage tables (:mod:`lineage.io.lease`).
+        JobStopped: a stop was requested; every table is as some commit left it, the lease is released,
+            and the next build finishes the range.
     """
-    with writer_lease(settings, "build"):
-        return _build_lineage(spark, settings, full_refresh, re_extract, now)
+    with writer_lease(settings, "build"), stopped_during(stop, "a build step"):
+        return _build_lineage(spark, settings, full_refresh, re_extract, now, stop)
 
 
 def _build_lineage(
-    spark: SparkSession, settings: Settings, full_refresh: bool, re_extract: bool, now: datetime | None
+    spark: SparkSession,
+    settings: Settings,
+    full_refresh: bool,
+    re_extract: bool,
+    now: datetime | None,
+    stop: StopRequest | None,
 ) -> BuildResult:
     started = time.monotonic()
     reference = (now or datetime.now(UTC)).astimezone(UTC)
-    build = _Build(spark, settings, reference)
+    build = _Build(spark, settings, reference, stop)
     catalog = settings.catalog
     if not lake.table_exists(spark, build.raw):
         raise BuildError(f"{build.raw} does not exist: run the ingestion (jobs/ingest_events.py) first")
@@ -801,7 +841,7 @@ def _build_lineage(
         # Marked first: a full recompute killed half-way is finished by whatever build runs next.
         build.record(FULL_PENDING, previous, current, new_events)
         events = build.full()
-    build.record(mode, previous, current, new_events)
+    build.record(mode, previous, current, new_events, last=True)
     seconds = time.monotonic() - started
     log.info(
         "%s build: %d events extracted, up to raw snapshot %s, in %.1f s", mode, new_events, current, seconds

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from lineage.io import lake
 from lineage.io.lease import writer_lease
 from lineage.settings import Settings
+from lineage.stopping import StopRequest, stopped_during
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,9 @@ class _Maintenance:
         return report
 
 
-def maintain_lake(spark: SparkSession, settings: Settings, *, now: datetime | None = None) -> MaintainResult:
+def maintain_lake(
+    spark: SparkSession, settings: Settings, *, now: datetime | None = None, stop: StopRequest | None = None
+) -> MaintainResult:
     """Retention, compaction, manifest rewrite, snapshot expiry and orphan removal of every raw and lineage
     table that exists. Each step is an Iceberg commit of its own; a run killed half-way is simply run again.
 
@@ -273,15 +276,19 @@ def maintain_lake(spark: SparkSession, settings: Settings, *, now: datetime | No
         spark: the session (catalog wired by :func:`lineage.spark.build_session`).
         settings: loaded settings (``[maintain]``).
         now: the reference time for ages (default: the current time, UTC).
+        stop: a stop request (:func:`lineage.stopping.stop_on_signals`), checked before every table.
 
     Raises:
         LakeBusy: a build (or another maintenance) is writing the lineage tables (:mod:`lineage.io.lease`).
+        JobStopped: a stop was requested; the tables not reached are maintained by the next run.
     """
-    with writer_lease(settings, "maintenance"):
-        return _maintain_lake(spark, settings, now)
+    with writer_lease(settings, "maintenance"), stopped_during(stop, "a maintenance step"):
+        return _maintain_lake(spark, settings, now, stop)
 
 
-def _maintain_lake(spark: SparkSession, settings: Settings, now: datetime | None) -> MaintainResult:
+def _maintain_lake(
+    spark: SparkSession, settings: Settings, now: datetime | None, stop: StopRequest | None
+) -> MaintainResult:
     started = time.monotonic()
     job = _Maintenance(spark, settings, (now or datetime.now(UTC)).astimezone(UTC))
     catalog = settings.catalog
@@ -291,6 +298,8 @@ def _maintain_lake(spark: SparkSession, settings: Settings, now: datetime | None
         if not spark.catalog.databaseExists(f"{catalog.name}.{namespace}"):
             continue
         for name in sorted(lake.tables_in(spark, f"{catalog.name}.{namespace}")):
+            if stop is not None:
+                stop.check(f"before maintaining {namespace}.{name}")
             result.tables.append(job.table(namespace, name, build))
     result.seconds = time.monotonic() - started
     return result

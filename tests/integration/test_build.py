@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,15 +19,24 @@ from openlineage.client.serde import Serde
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lineage.batch.build import BUILD_TABLES, FAULT_ENV, RANGE, BuildError, build_lineage
+from lineage.batch.build import (
+    BUILD_TABLES,
+    FAULT_ENV,
+    FAULT_TERM_ENV,
+    RANGE,
+    STATE_TABLE,
+    BuildError,
+    build_lineage,
+)
 from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import lab_events
 from lineage.ingest.stream import run_ingest
 from lineage.io import lake
 from lineage.io.catalog import open_catalog
-from lineage.io.lease import LEASE_TABLE, LakeBusy, writer_lease
+from lineage.io.lease import LEASE_TABLE, LakeBusy, Lease, writer_lease
 from lineage.io.publish import publish_raw
 from lineage.settings import MaintainSettings, Settings
+from lineage.stopping import JobStopped, stop_on_signals
 from tests.unit.column_events import column_lineage, direct, input_field
 from tests.unit.model_events import at, dataset, iso, run_event, run_id
 
@@ -436,8 +446,8 @@ def test_new_runs_of_known_column_lineage_leave_the_paths_as_they_are(
     assert_same_tables(incremental, frozen(spark, own_lake))
 
 
-def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
-    variables = {
+def _build_env(settings: Settings, **env: str) -> dict[str, str]:
+    return {
         **os.environ,
         "LINEAGE__CATALOG__NAME": settings.catalog.name,
         "LINEAGE__CATALOG__SQLITE_PATH": str(settings.catalog.sqlite_path),
@@ -447,13 +457,97 @@ def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.Com
         "LINEAGE__SPARK__DRIVER_MEMORY": "1g",
         **env,
     }
+
+
+def _build_process(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "jobs/build_lineage.py", "--now", NOW.isoformat(), *args],
         cwd=REPO,
-        env=variables,
+        env=_build_env(settings, **env),
         capture_output=True,
         timeout=600,
     )
+
+
+def _lease_row(settings: Settings) -> dict | None:
+    return Lease.current(open_catalog(settings.catalog).load_table(("lineage", LEASE_TABLE)))
+
+
+def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], seconds: float = 420) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in log.read_text(errors="replace"):
+        assert process.poll() is None, (
+            f"ended ({process.returncode}) before {text!r}:\n{log.read_text()[-3000:]}"
+        )
+        assert time.monotonic() < deadline, f"no {text!r} after {seconds} s:\n{log.read_text()[-3000:]}"
+        time.sleep(0.5)
+
+
+def test_continuous_build_follows_the_ingestion_and_stops_cleanly_between_builds(
+    spark: SparkSession, own_lake: Settings, tmp_path: Path
+) -> None:
+    """``--every``: one session builds each time new raw snapshots land (one line per build) and does
+    nothing in between; SIGTERM while it waits ends it with status 0 and one line, the lease free."""
+    events = lab_json()
+    send(own_lake, events[:11])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    log = tmp_path / "build.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "jobs/build_lineage.py", "--now", NOW.isoformat(), "--every", "1s"],
+            cwd=REPO,
+            env=_build_env(own_lake),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for(log, "build 1: full, 11 new events", process)
+        send(own_lake, events[11:])
+        run_ingest(spark, own_lake, trigger="availableNow")
+        _wait_for(log, f"build 2: incremental, {len(events) - 11} new events", process)
+        builds = table(spark, own_lake, STATE_TABLE).count()
+        time.sleep(3)  # three more checks find nothing new: no build, no commit
+        assert table(spark, own_lake, STATE_TABLE).count() == builds
+        assert _lease_row(own_lake) is None  # held per build only: a maintenance may run in between
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0, log.read_text()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert f"stopped by SIGTERM between builds: 2 builds, {len(events)} new events" in text
+    assert "build 3:" not in text and "Traceback" not in text
+    after = frozen(spark, own_lake)
+    build_lineage(spark, own_lake, full_refresh=True, now=NOW)
+    assert_same_tables(after, frozen(spark, own_lake))
+
+
+def test_a_stop_during_a_build_ends_it_at_a_step_boundary_and_releases_the_lease(
+    spark: SparkSession, own_lake: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (here sent by the build to itself right after a step's commit) ends the build at that
+    boundary: the lease is released at once, nothing later is written, and the next build finishes the
+    range with the same tables as an uninterrupted one."""
+    events = lab_json()
+    send(own_lake, events[:11])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    build_lineage(spark, own_lake, now=NOW)
+    states = table(spark, own_lake, STATE_TABLE).count()
+    send(own_lake, events[11:])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    monkeypatch.setenv(FAULT_TERM_ENV, "runs")
+    with (
+        stop_on_signals(spark) as stop,
+        pytest.raises(JobStopped, match=r"^stopped by SIGTERM after build step runs$"),
+    ):
+        build_lineage(spark, own_lake, now=NOW, stop=stop)
+    monkeypatch.delenv(FAULT_TERM_ENV)
+    assert _lease_row(own_lake) is None
+    assert table(spark, own_lake, STATE_TABLE).count() == states  # the range is not recorded as built
+    assert build_lineage(spark, own_lake, now=NOW).mode == "incremental"
+    after = frozen(spark, own_lake)
+    build_lineage(spark, own_lake, full_refresh=True, now=NOW)
+    assert_same_tables(after, frozen(spark, own_lake))
 
 
 @pytest.mark.slow
