@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from lineage.settings import cli_instant, load_settings, parse_trigger
+from lineage.settings import cli_instant, cli_interval, load_settings, parse_trigger
 from lineage.spark import _artifact, read_defaults_file
 
 
@@ -109,3 +109,16 @@ def test_cli_instant_accepts_z_and_refuses_other_text() -> None:
     assert cli_instant("2026-11-22T10:00:00Z").isoformat() == "2026-11-22T10:00:00+00:00"
     with pytest.raises(argparse.ArgumentTypeError, match="not an ISO-8601 time"):
         cli_instant("yesterday")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("60s", 60), ("5m", 300), ("1h", 3600), ("90", 90), ("0.5s", 0.5)]
+)
+def test_cli_interval_reads_seconds_minutes_and_hours(text: str, seconds: float) -> None:
+    assert cli_interval(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "s", "0s", "-5m", "5d", "inf", "nan", "every minute"])
+def test_cli_interval_refuses_what_is_not_a_positive_interval(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="not a positive interval"):
+        cli_interval(text)
