@@ -8,6 +8,7 @@ dataset, ``transformationSubtypes`` of a column edge.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from typing import Any
@@ -349,12 +350,143 @@ def column_lineage(
     return {"graph": graph}
 
 
-def like(pattern: str) -> re.Pattern[str]:
+# -- search -------------------------------------------------------------------------------------------------
+# Marquez's search takes SQL LIKE wildcards. They are matched here without a regular expression (a regex
+# ``.*.*.*...`` backtracks exponentially on a name it does not match: issue 37): ``%`` cut the pattern into
+# fixed-length segments, each found after the end of the previous one, left to right, in time linear in the
+# name's length whatever the pattern.
+MAX_SEARCH_CHARS = 1000  # a longer ``q`` is refused (400 BAD_PARAMETER)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """One character's case-insensitive form, always one character (``_`` must stay one character)."""
+    for folded in (char.casefold(), char.lower()):
+        if len(folded) == 1:
+            return folded
+    return char
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded character by character: the same length, each character its own folded form."""
+    if text.isascii():
+        return text.lower()
+    return "".join(map(_fold_char, text))
+
+
+class _Segment:
+    """A run of a pattern between two ``%``: literal characters and ``_`` (any one character)."""
+
+    __slots__ = ("anchor", "anchor_at", "any", "checks", "last", "length", "literal", "masks")
+
+    def __init__(self, part: str) -> None:
+        self.length = len(part)
+        self.literal = part if "_" not in part else None
+        # The longest literal run is looked for with str.find; the other runs are checked around it.
+        runs, at = [], 0
+        for run in part.split("_"):
+            if run:
+                runs.append((at, run))
+            at += len(run) + 1
+        self.anchor_at, self.anchor = max(runs, key=lambda r: len(r[1]), default=(0, ""))
+        self.checks = [r for r in runs if r[0] != self.anchor_at]
+        # Shift-And (Baeza-Yates and Gonnet), when the text repeats the anchor too often: bit i of the
+        # state is set while the last i + 1 characters read match the segment's first i + 1; a ``_``
+        # position's bit is in every character's mask.
+        self.any = sum(1 << i for i, char in enumerate(part) if char == "_")
+        masks: dict[str, int] = {}
+        for i, char in enumerate(part):
+            if char != "_":
+                masks[char] = masks.get(char, self.any) | (1 << i)
+        self.masks = masks
+        self.last = 1 << (len(part) - 1)
+
+    def find(self, text: str, start: int, steps: list[int]) -> int:
+        """The end of the leftmost occurrence in ``text[start:]``, or -1.
+
+        ``steps[0]`` counts the Python-level steps (str.find calls, runs checked, characters scanned one by
+        one): at most ``2 * (end - start) + 2 * (1 + number of runs)``, ``end`` where it stopped, whatever
+        the text. Candidates at the anchor are checked while they cost no more than the distance they
+        advanced; past that (a text repeating the anchor) the rest is scanned character by character.
+        """
+        size = len(text)
+        if self.literal is not None:  # str.find: linear, in C
+            steps[0] += 1
+            at = text.find(self.literal, start)
+            return -1 if at < 0 else at + self.length
+        origin, spent, one = start, 0, 1 + len(self.checks)
+        while spent <= start - origin + one:
+            at = text.find(self.anchor, start + self.anchor_at)
+            spent += 1
+            if at < 0 or at - self.anchor_at + self.length > size:
+                steps[0] += spent
+                return -1
+            begin = at - self.anchor_at
+            for offset, run in self.checks:
+                spent += 1
+                if not text.startswith(run, begin + offset):
+                    break
+            else:
+                steps[0] += spent
+                return begin + self.length
+            start = begin + 1
+        steps[0] += spent
+        return self._scan(text, start, steps)
+
+    def _scan(self, text: str, start: int, steps: list[int]) -> int:
+        """Shift-And from ``start``: one step per character, whatever the text."""
+        state, masks, wildcard, last = 0, self.masks, self.any, self.last
+        for end in range(start, len(text)):
+            state = ((state << 1) | 1) & masks.get(text[end], wildcard)
+            if state & last:
+                steps[0] += end + 1 - start
+                return end + 1
+        steps[0] += len(text) - start
+        return -1
+
+
+class Like:
+    """A compiled LIKE pattern, matched as Marquez's search does: case-insensitive, anywhere in the text
+    (a substring), ``%`` any run of characters (none too), ``_`` exactly one character.
+
+    Segments between ``%`` have fixed lengths, so the leftmost occurrence of each, after the end of the
+    previous one, is as good as any: one left-to-right pass, no backtracking. :attr:`steps` counts the
+    Python-level steps of every :meth:`search` so far: at most twice the text's length plus twice the
+    pattern's, per search (:meth:`_Segment.find`).
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        # A segment of ``_`` alone asks for that many characters, anywhere: it moves the next segment's
+        # start (``%_%_%_%x`` is ``x`` at or after the third character), with no search of its own.
+        self.segments: list[tuple[int, _Segment]] = []
+        skip = 0
+        for part in fold(pattern).split("%"):
+            if part.count("_") == len(part):
+                skip += len(part)
+            else:
+                self.segments.append((skip, _Segment(part)))
+                skip = 0
+        self.tail = skip  # characters still needed after the last segment
+        self._steps = [0]
+
+    @property
+    def steps(self) -> int:
+        return self._steps[0]
+
+    def search(self, text: str) -> bool:
+        folded = fold(text)
+        at = 0
+        for skip, segment in self.segments:
+            at = segment.find(folded, at + skip, self._steps)
+            if at < 0:
+                return False
+        return at + self.tail <= len(folded)
+
+
+def like(pattern: str) -> Like:
     """Marquez's search pattern: case-insensitive substring, ``%`` any run of characters, ``_`` one."""
-    parts = []
-    for char in pattern:
-        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-    return re.compile("".join(parts), re.IGNORECASE)
+    return Like(pattern)
 
 
 def search(store: IndexedStore, q: str, what: str | None, sort: str, limit: int) -> dict[str, Any]:
@@ -363,12 +495,12 @@ def search(store: IndexedStore, q: str, what: str | None, sort: str, limit: int)
     results: dict[str, dict[str, Any]] = {}
     if what in (None, "job"):
         for (namespace, name), job in store.jobs.items():
-            if pattern.search(name) or pattern.search(f"{namespace}/{name}"):
+            if pattern.search(f"{namespace}/{name}"):  # a match in the name is one in namespace/name
                 node = store.job_node(namespace, name)
                 results[marquez_id(node)] = _hit("JOB", node, job.get("last_seen"))
     if what in (None, "dataset"):
         for (namespace, name), node in store.by_marquez_name.items():
-            if node.kind == DATASET and (pattern.search(name) or pattern.search(f"{namespace}/{name}")):
+            if node.kind == DATASET and pattern.search(f"{namespace}/{name}"):
                 row = store.datasets.get(node.dataset_id or "", {})
                 results[marquez_id(node)] = _hit("DATASET", node, row.get("last_seen"))
     ordered = sorted(results.values(), key=lambda r: r["name"])

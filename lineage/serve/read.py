@@ -3,11 +3,17 @@
 Handlers are thin: parse and check the query with the CLI's rules (unknown node -> 404 with suggestions,
 bad depth or time -> 400), take the current index once, answer from it alone. Read-only; the same API keys
 as the intake when any are configured.
+
+The answer itself (a walk, a search, its JSON) is worked out in a small thread pool the app's lifespan owns,
+never on the event loop: the intake, ``/healthz`` and the other requests go on being answered meanwhile,
+and a stop signal is handled at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +47,42 @@ BAD_PARAMETER = "BAD_PARAMETER"
 NOT_BUILT = "LINEAGE_NOT_BUILT"
 MARQUEZ_DEPTH = 20  # Marquez's default depth (its OpenAPI spec)
 LIMIT = 100
+READ_THREADS = 4
+STOPPING = "SERVICE_STOPPING"  # a request still arriving once the read pool is shut down
+
+
+class ReadPool:
+    """The threads that work out read answers, started and stopped by the app's lifespan.
+
+    Few (the work holds the GIL: more threads would not answer faster, only interleave more answers), and
+    not asyncio's default executor, which ``/healthz`` and the index refresh use: a burst of slow reads
+    queues here, not in front of them.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.executor: ThreadPoolExecutor | None = None
+
+    async def run(self, work: Callable[[], Any]) -> Any:
+        if self.executor is None:
+            raise errors.ApiError(503, STOPPING, "the service is stopping", headers={"Retry-After": "5"})
+        return await asyncio.get_running_loop().run_in_executor(self.executor, work)
+
+
+async def pool_lifespan(pool: ReadPool) -> AsyncIterator[None]:
+    executor = ThreadPoolExecutor(pool.threads, thread_name_prefix="lineage-read")
+    pool.executor = executor
+    try:
+        yield
+    finally:
+        pool.executor = None
+        # Answers not started are dropped; one still being worked out is not waited for here (the server
+        # gave its request until the shutdown timeout already): each is bounded (a search is linear in the
+        # names, a walk in the graph) and ends on its own.
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+READ_POOL = web.AppKey("read_pool", ReadPool)
 
 
 def _store(request: web.Request) -> IndexedStore:
@@ -116,19 +158,22 @@ def _tags(request: web.Request) -> list[Tag]:
         raise errors.ApiError(400, BAD_PARAMETER, str(exc)) from exc
 
 
-def _answer(request: web.Request, work: Callable[[IndexedStore], Any]) -> web.Response:
-    """Run ``work`` on the current index; the CLI's errors become 404 (unknown) or 400 (bad input)."""
+async def _answer(request: web.Request, work: Callable[[IndexedStore], Any]) -> web.Response:
+    """Run ``work`` on the current index in the read pool, its JSON encoded there too; the CLI's errors
+    become 404 (unknown) or 400 (bad input)."""
     store = _store(request)
-    try:
+
+    def answer() -> web.Response:
         payload = work(store)
+        return payload if isinstance(payload, web.Response) else errors.json_response(200, payload)
+
+    try:
+        return await request.app[READ_POOL].run(answer)
     except UnknownNode as exc:
         response = errors.error_payload(errors.NOT_FOUND, str(exc), suggestions=exc.suggestions)
         return errors.json_response(404, response)
     except LookupError_ as exc:
         raise errors.ApiError(400, BAD_PARAMETER, str(exc)) from exc
-    if isinstance(payload, web.Response):
-        return payload
-    return errors.json_response(200, payload)
 
 
 def _unknown(what: str) -> UnknownNode:
@@ -150,7 +195,7 @@ async def namespaces(request: web.Request) -> web.Response:
         found = marquez.namespace_list(store)["namespaces"]
         return {"namespaces": marquez.page(found, limit or LIMIT, offset or 0), "totalCount": len(found)}
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def namespace(request: web.Request) -> web.Response:
@@ -162,7 +207,7 @@ async def namespace(request: web.Request) -> web.Response:
                 return entry
         raise _unknown(f"namespace {name!r}")
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def jobs(request: web.Request) -> web.Response:
@@ -175,7 +220,7 @@ async def jobs(request: web.Request) -> web.Response:
         listed = [marquez.job_json(store, store.job_node(*k)) for k in chosen]
         return {"jobs": listed, "totalCount": len(keys)}
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def job(request: web.Request) -> web.Response:
@@ -185,7 +230,7 @@ async def job(request: web.Request) -> web.Response:
         _known_job(store, key)
         return marquez.job_json(store, store.job_node(*key))
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def job_runs(request: web.Request) -> web.Response:
@@ -198,12 +243,12 @@ async def job_runs(request: web.Request) -> web.Response:
         chosen = marquez.page(rows, limit or LIMIT, offset or 0)
         return {"runs": [marquez.run_json(store, r) for r in chosen], "totalCount": len(rows)}
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def run(request: web.Request) -> web.Response:
     run_id = request.match_info["id"]
-    return _answer(request, lambda store: marquez.run_json(store, store.run(run_id)))
+    return await _answer(request, lambda store: marquez.run_json(store, store.run(run_id)))
 
 
 async def datasets(request: web.Request) -> web.Response:
@@ -215,7 +260,7 @@ async def datasets(request: web.Request) -> web.Response:
         chosen = marquez.page(nodes, limit or LIMIT, offset or 0)
         return {"datasets": [marquez.dataset_json(store, n) for n in chosen], "totalCount": len(nodes)}
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def dataset(request: web.Request) -> web.Response:
@@ -227,7 +272,7 @@ async def dataset(request: web.Request) -> web.Response:
             node = store.resolve(f"dataset:{namespace_name}/{name}")
         return marquez.dataset_json(store, node)
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def lineage(request: web.Request) -> web.Response:
@@ -238,7 +283,7 @@ async def lineage(request: web.Request) -> web.Response:
         node, _ = marquez.parse_node_id(store, node_id)
         return marquez.lineage_graph(store, node, depth)
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def column_lineage(request: web.Request) -> web.Response:
@@ -250,11 +295,14 @@ async def column_lineage(request: web.Request) -> web.Response:
         node, field = marquez.parse_node_id(store, node_id)
         return marquez.column_lineage(store, node, field, depth, with_downstream)
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def search(request: web.Request) -> web.Response:
     q = _required(request, "q")
+    if len(q) > marquez.MAX_SEARCH_CHARS:
+        message = f"q must be at most {marquez.MAX_SEARCH_CHARS} characters, got {len(q)}"
+        raise errors.ApiError(400, BAD_PARAMETER, message)
     what = request.query.get("filter", "").lower() or None
     if what not in (None, "job", "dataset"):
         raise errors.ApiError(400, BAD_PARAMETER, f"filter must be job or dataset, got {what!r}")
@@ -262,7 +310,7 @@ async def search(request: web.Request) -> web.Response:
     if sort not in ("name", "updated_at"):
         raise errors.ApiError(400, BAD_PARAMETER, f"sort must be name or updated_at, got {sort!r}")
     limit = _int(request, "limit", 10) or 10
-    return _answer(request, lambda store: marquez.search(store, q, what, sort, limit))
+    return await _answer(request, lambda store: marquez.search(store, q, what, sort, limit))
 
 
 # -- ours: the CLI's questions and JSON -------------------------------------------------------------------
@@ -281,7 +329,7 @@ def _walk(direction: str) -> Callable[[web.Request], Any]:
             )
             return cli.traversal_json(store, store.keep_tagged(walk, tags), as_of)
 
-        return _answer(request, work)
+        return await _answer(request, work)
 
     return handler
 
@@ -289,7 +337,7 @@ def _walk(direction: str) -> Callable[[web.Request], Any]:
 async def impact(request: web.Request) -> web.Response:
     target = _required(request, "node")
     depth = _int(request, "depth", None)
-    return _answer(request, lambda store: cli.impact_of(store, target, depth, _time(request)))
+    return await _answer(request, lambda store: cli.impact_of(store, target, depth, _time(request)))
 
 
 async def runs(request: web.Request) -> web.Response:
@@ -304,12 +352,12 @@ async def runs(request: web.Request) -> web.Response:
         rows = store.runs(job=job_name, states=wanted, since=since, limit=limit, tags=tags)
         return [cli.run_json(r) for r in rows]
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 async def run_v2(request: web.Request) -> web.Response:
     run_id = request.match_info["id"]
-    return _answer(request, lambda store: cli.run_detail(store, run_id))
+    return await _answer(request, lambda store: cli.run_detail(store, run_id))
 
 
 async def graph(request: web.Request) -> web.Response:
@@ -331,7 +379,7 @@ async def graph(request: web.Request) -> web.Response:
         types = {"html": "text/html", "json": "application/json", "dot": "text/vnd.graphviz"}
         return web.Response(text=text, content_type=types.get(fmt, "text/plain"), charset="utf-8")
 
-    return _answer(request, work)
+    return await _answer(request, work)
 
 
 def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
@@ -339,6 +387,9 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
     index = ReadIndex(settings)
     app[READ] = index
     app[READ_KEYS] = keys
+    pool = ReadPool(READ_THREADS)
+    app[READ_POOL] = pool
+    app.cleanup_ctx.append(lambda _app: pool_lifespan(pool))
     app.cleanup_ctx.append(lambda _app: lifespan(index))
     routes = [
         ("namespaces", "/api/v1/namespaces", namespaces),

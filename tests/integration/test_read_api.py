@@ -10,12 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -163,6 +165,51 @@ def test_search(service: ReadService) -> None:
     assert {r["nodeId"] for r in found["results"]} >= {f"dataset:{WAREHOUSE}:default.db/supplier_stats"}
     assert all(r["type"] == "DATASET" for r in found["results"])
     assert found["totalCount"] == len(found["results"])
+
+
+def test_a_hostile_search_is_answered_at_once(service: ReadService) -> None:
+    """Issue 37: ten ``%_`` pairs before ``stats`` made the search backtrack for more than a minute on a
+    name without it (``http://jobmanager-2:8081/iceberg-ingestion``), the service deaf meanwhile, /healthz
+    too. The answer: every job and dataset one of whose names has ``stats`` after its tenth character."""
+    found: dict[str, Any] = {}
+
+    def search() -> None:
+        started = time.monotonic()
+        answer = service.get("/api/v1/search", q="%_%_%_%_%_%_%_%_%_%_STATS", limit=1000)
+        found.update(status=answer.status_code, body=answer.json(), seconds=time.monotonic() - started)
+
+    asking = threading.Thread(target=search)
+    asking.start()
+    started = time.monotonic()
+    assert service.health()["read"]["ready"]  # answered while the search runs (or after it: it is quick)
+    assert time.monotonic() - started < 2
+    asking.join(timeout=30)
+    assert found["status"] == 200, found
+    assert found["seconds"] < 5, found
+
+    def hit(namespace: str, name: str) -> bool:
+        return f"{namespace}/{name}".lower().find("stats", 10) >= 0
+
+    expected = set()
+    for namespace in (n["name"] for n in service.get("/api/v1/namespaces", limit=1000).json()["namespaces"]):
+        for job in service.get(f"/api/v1/namespaces/{quote(namespace, safe='')}/jobs", limit=1000).json()[
+            "jobs"
+        ]:
+            if hit(namespace, job["name"]):
+                expected.add(f"job:{namespace}:{job['name']}")
+        listed = service.get(f"/api/v1/namespaces/{quote(namespace, safe='')}/datasets", limit=1000).json()
+        for dataset in listed["datasets"]:
+            names = [(namespace, dataset["name"])] + [(a["namespace"], a["name"]) for a in dataset["aliases"]]
+            if any(hit(*name) for name in names):
+                expected.add(f"dataset:{namespace}:{dataset['name']}")
+    assert {r["nodeId"] for r in found["body"]["results"]} == expected
+    assert f"dataset:{WAREHOUSE}:default.db/supplier_stats" in expected
+    assert f"job:{SPARK_OVERWRITE[0]}:{SPARK_OVERWRITE[1]}" in expected
+    assert found["body"]["totalCount"] == len(expected)
+
+    too_long = service.get("/api/v1/search", q="a" * 1001)
+    assert too_long.status_code == 400
+    assert too_long.json()["error"]["code"] == "BAD_PARAMETER"
 
 
 def same_walk(data: dict[str, Any]) -> dict[str, Any]:

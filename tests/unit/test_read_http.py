@@ -4,15 +4,20 @@ errors, the not-built state. The index is the inline one; no catalog is involved
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from lineage.serve import marquez
 from lineage.serve.app import create_app
 from lineage.serve.auth import hash_key
 from lineage.serve.index import IndexedStore
-from lineage.serve.read import READ
+from lineage.serve.read import READ, READ_POOL
 from lineage.settings import Settings
 from tests.unit.test_read_mapping import KAFKA, tiny_store
 
@@ -128,3 +133,67 @@ def test_walks_take_the_clis_via_granularity_and_tag(tmp_path: Path) -> None:
     assert (bad_format, bad_direction) == (400, 400)
     assert "format must be one of html, dot, mermaid, json, got 'svg'" in format_body["error"]["message"]
     assert "direction must be one of both, upstream, downstream" in direction_body["error"]["message"]
+
+
+def test_a_hostile_search_is_answered_and_a_long_q_refused(tmp_path: Path) -> None:
+    """Issue 37: ten ``%_`` pairs made the search backtrack for minutes. A ``q`` holds at most 1,000
+    characters."""
+    hostile = quote("%_%_%_%_%_%_%_%_%_%_D")
+    started = time.perf_counter()
+    (status, found), (at_most, _), (too_long, refused) = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            True,
+            (f"/api/v1/search?q={hostile}", {}),
+            (f"/api/v1/search?q={'a' * 1000}", {}),
+            (f"/api/v1/search?q={'a' * 1001}", {}),
+        )
+    )
+    assert time.perf_counter() - started < 5  # the former regex: some 10 s on the tiny model's names
+    assert status == 200
+    assert [r["nodeId"] for r in found["results"]] == [
+        "dataset:s3://lake:db/totals",
+        f"dataset:{KAFKA}:orders",
+    ]
+    assert at_most == 200
+    assert too_long == 400
+    assert refused["error"] == {
+        "code": "BAD_PARAMETER",
+        "message": "q must be at most 1000 characters, got 1001",
+    }
+
+
+def test_healthz_answers_while_a_read_is_worked_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read's work runs in the read pool's threads, not on the event loop: ``/healthz`` (and the intake)
+    answer while it runs; the pool ends with the app."""
+    entered, release = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    def slow_search(store: IndexedStore, q: str, what: str | None, sort: str, limit: int) -> dict[str, Any]:
+        seen["thread"] = threading.current_thread().name
+        entered.set()
+        seen["released"] = release.wait(10)  # on the event loop this would hold /healthz for 10 s
+        return {"totalCount": 0, "results": []}
+
+    monkeypatch.setattr(marquez, "search", slow_search)
+
+    async def scenario() -> tuple[int, float, int]:
+        app = create_app(settings(tmp_path))
+        async with TestClient(TestServer(app)) as client:
+            app[READ].current = tiny_store()
+            slow = asyncio.ensure_future(client.get("/api/v1/search?q=orders"))
+            assert await asyncio.to_thread(entered.wait, 10)
+            started = time.perf_counter()
+            health = await client.get("/healthz")
+            took = time.perf_counter() - started
+            release.set()
+            answer = await slow
+            assert app[READ_POOL].executor is not None
+        assert app[READ_POOL].executor is None  # shut down by the app's lifespan
+        return health.status, took, answer.status
+
+    health, took, answered = asyncio.run(scenario())
+    assert (health, answered) == (200, 200)
+    assert took < 2
+    assert seen == {"thread": seen["thread"], "released": True}
+    assert seen["thread"].startswith("lineage-read")
