@@ -2,8 +2,8 @@
 
 Seeded random generation (no extra dependency): every run generates the same facets, so a failure is
 reproducible, and the message names the generated job and its facet. Many small facets are batched into ONE
-DataFrame and one ``column_edges`` run (a Spark job per example would cost minutes); each facet is its own
-job writing its own output dataset, so their edges never mix.
+DataFrame and one ``column_edges`` run (a Spark job per example would cost minutes); each facet has its own
+job and output dataset (its permuted copy another job, same output), so their edges never mix.
 
 Generated: ``columnLineage`` facets (new form with ``transformations[]``, legacy form with
 ``transformationType``/``transformationDescription`` and no ``transformations``, an empty
