@@ -13,9 +13,10 @@ P the snapshot of the last build:
    jobs and runs touched by the new events are recomputed from their facts and merged; the alias graph is
    re-labelled only for the components the new mentions touch; datasets and schemas whose new mentions are
    all later than anything seen of them are folded, other touched ones recomputed; run_io, job and dataset
-   edges and column edges are recomputed for the touched runs, jobs and targets (and whatever a relabelled
-   dataset connects) and replaced there, rows of merged-away datasets deleted; the two summaries are
-   rewritten whole (:meth:`_Build.maintain_dataset_tables`).
+   edges are recomputed for the touched runs and jobs (and whatever a relabelled dataset connects) and
+   replaced there, rows of merged-away datasets deleted; column edges are folded from per-facet state
+   (each distinct column-lineage facet exploded once, ever: :meth:`_Build._fold_column_facets`); the two
+   summaries are rewritten whole (:meth:`_Build.maintain_dataset_tables`).
 3. Append C to ``build_state`` as the very last commit.
 
 ``full_refresh`` recomputes every model table from the whole extracted form (no JSON parsing);
@@ -74,10 +75,15 @@ MODEL_TABLES = (
     "dataset_edges",
     "job_summary",
     "dataset_summary",
+    "column_facets",
+    "column_facet_runs",
+    "column_facet_edges",
     "column_edges",
     "column_paths",
     "column_summary",
 )
+# What column_edges is folded from (lineage.transforms.columns), in the incremental build's step order.
+COLUMN_STATE_TABLES = ("column_facet_edges", "column_facet_runs", "column_facets")
 BUILD_TABLES = EXTRACTED_TABLES + MODEL_TABLES
 PENDING_TABLE = "build_pending"
 STATE_TABLE = "build_state"
@@ -199,7 +205,14 @@ class _Build:
         )
         if row is None or row["mode"] == EXTRACT_PENDING or row["raw_snapshot_id"] is None:
             return None
-        return _State(int(row["raw_snapshot_id"]), row["mode"] == FULL_PENDING)
+        # A model table this version adds (an upgrade) is computed by a full recompute from the extracted
+        # form, as if one had been started: no event is parsed again.
+        missing = not existing.issuperset(MODEL_TABLES)
+        if missing:
+            log.info(
+                "lineage tables missing (%s): a full recompute follows", sorted(set(MODEL_TABLES) - existing)
+            )
+        return _State(int(row["raw_snapshot_id"]), row["mode"] == FULL_PENDING or missing)
 
     def extracted_form_current(self) -> bool:
         """Whether ``event_facts`` and ``dataset_mentions`` hold every column this version extracts (else a
@@ -372,7 +385,7 @@ class _Build:
         if aliases is not None:
             lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
-        self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched)
+        self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, previous)
 
     def _pending(self) -> DataFrame:
         if not lake.table_exists(self.spark, self.t(PENDING_TABLE)):
@@ -420,7 +433,12 @@ class _Build:
 
     # -- the dataset-level tables --------------------------------------------------------------------
     def maintain_dataset_tables(
-        self, new_mentions: DataFrame, relabelled: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
+        self,
+        new_mentions: DataFrame,
+        relabelled: DataFrame,
+        runs_touched: DataFrame,
+        jobs_touched: DataFrame,
+        previous: int,
     ) -> None:
         """The dataset-level tables maintained by key from the new mentions.
 
@@ -499,15 +517,21 @@ class _Build:
             .distinct()
             .localCheckpoint()
         )
-        target_ids = (
-            new.where((F.col("role") == "output") & F.col("column_facet").isNotNull())
-            .select("dataset_id")
-            .unionByName(relabelled)
-            .unionByName(
+        # Targets whose column lineage a relabel changes: the relabelled datasets and the targets of their
+        # edges (a source id is resolved when its facet is exploded).
+        relabel_targets = (
+            relabelled.unionByName(
                 self.table("column_edges")
                 .join(relabelled.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id")
                 .select(F.col("target_dataset_id").alias("dataset_id"))
             )
+            .distinct()
+            .localCheckpoint()
+        )
+        target_ids = (
+            new.where((F.col("role") == "output") & F.col("column_facet").isNotNull())
+            .select("dataset_id")
+            .unionByName(relabel_targets)
             .distinct()
             .localCheckpoint()
         )
@@ -549,14 +573,6 @@ class _Build:
         self._summaries(runs)
 
         targets = target_ids.withColumnRenamed("dataset_id", "target_dataset_id")
-        target_names = (
-            aliases.join(target_ids, "dataset_id", "left_semi")
-            .select(F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name"))
-            .distinct()
-        )
-        facets = mentions.where((F.col("role") == "output") & F.col("column_facet").isNotNull()).join(
-            target_names, ["namespace", "name"], "left_semi"
-        )
         # Paths into the changed targets and into everything downstream of them.
         downstream = self.table("column_paths").join(
             target_ids.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id", "left_semi"
@@ -565,11 +581,12 @@ class _Build:
             targets.unionByName(downstream.select("target_dataset_id")).distinct().localCheckpoint()
         )
         if path_targets.isEmpty():
-            # No new column-lineage facet and nothing relabelled: the three column tables stay as they are.
-            for name in ("column_edges", "column_paths", "column_summary"):
+            # No new column-lineage facet and nothing relabelled: the column tables stay as they are.
+            for name in (*COLUMN_STATE_TABLES, "column_edges", "column_paths", "column_summary"):
                 self.step_done(name)
             return
-        self._put("column_edges", columns.column_edges(facets, aliases, alias_rules=self.rules), targets)
+        self._fold_column_facets(new_mentions, aliases, relabel_targets, previous)
+        self._put("column_edges", self._column_edges(targets), targets)
         if self._paths_hold(targets):
             # New runs of known column lineage: the edges' times and run counts moved, no path did.
             log.info("column paths: the edges into the changed targets give the paths already stored")
@@ -578,6 +595,96 @@ class _Build:
             paths = self._column_paths(self.table("column_edges"), path_targets)
             self._put("column_paths", paths, path_targets)
         self._column_summary()
+
+    def _fold_column_facets(
+        self, new_mentions: DataFrame, aliases: DataFrame, relabel_targets: DataFrame, previous: int
+    ) -> None:
+        """Fold the range's column-lineage facets into the three facet tables: a facet seen before costs
+        a fold of its times and its new runs; only facets new in this range are exploded. Targets a relabel
+        changed are recomputed from all their mentions instead (ids resolved anew).
+
+        A re-run of the range gives the same rows: the facet edges and runs of the range are replaced (tag
+        ``RANGE`` = ``previous``), "new" means not seen in an earlier range, and the times fold by min/max.
+        """
+        relabel = [r["dataset_id"] for r in relabel_targets.collect()]
+        outputs = columns.facet_mentions(new_mentions, aliases)
+        if relabel:
+            outputs = outputs.where(~F.col("target_dataset_id").isin(relabel))
+        delta = columns.distinct_facets(outputs).localCheckpoint()
+        tag = F.lit(previous).cast("bigint")
+        stored = self.table("column_facets")
+        earlier = stored.where(F.col(RANGE) != previous).select("_facet")
+        fresh = delta.join(earlier, "_facet", "left_anti")
+        lake.overwrite_where(
+            columns.facet_edges(fresh, aliases, self.rules).withColumn(RANGE, tag),
+            self.t("column_facet_edges"),
+            RANGE,
+            previous,
+        )
+        known_runs = (
+            self.table("column_facet_runs").where(F.col(RANGE) != previous).select("_facet", "run_id")
+        )
+        lake.overwrite_where(
+            columns.facet_runs(outputs)
+            .join(known_runs, ["_facet", "run_id"], "left_anti")
+            .withColumn(RANGE, tag),
+            self.t("column_facet_runs"),
+            RANGE,
+            previous,
+        )
+        old = stored.join(delta.select("_facet"), "_facet", "left_semi").alias("o")
+        d = delta.alias("d")
+        folded = d.join(old, "_facet", "left").select(
+            *[F.col(f"d.{c}") for c in columns.FACET_KEY],
+            "_facet",
+            F.least("d.first_seen", "o.first_seen").alias("first_seen"),
+            F.greatest("d.last_seen", "o.last_seen").alias("last_seen"),
+            F.coalesce(F.col(f"o.{RANGE}"), tag).alias(RANGE),
+        )
+        lake.merge_by_key(folded, self.t("column_facets"), ["_facet"])
+        if relabel:
+            self._recompute_column_facets(aliases, relabel)
+        for name in COLUMN_STATE_TABLES:
+            self.step_done(name)
+
+    def _column_edges(self, targets: DataFrame | None) -> DataFrame:
+        """``column_edges`` from the facet tables: every edge, or the edges into ``targets``."""
+
+        def state(name: str) -> DataFrame:
+            rows = self.table(name)
+            return (
+                rows if targets is None else rows.join(F.broadcast(targets), "target_dataset_id", "left_semi")
+            )
+
+        return columns.edges_from_facets(
+            state("column_facet_edges"), state("column_facets"), state("column_facet_runs")
+        )
+
+    def _recompute_column_facets(self, aliases: DataFrame, targets: list[str]) -> None:
+        """The facet tables' rows of ``targets`` (canonical ids, old and new) recomputed from every mention
+        of their names: rows of the ids are deleted, then the recomputed rows appended (a re-run of the
+        range does both again)."""
+        names = (
+            aliases.where(F.col("dataset_id").isin(targets))
+            .select(F.col("alias_namespace").alias("namespace"), F.col("alias_name").alias("name"))
+            .distinct()
+        )
+        mentions = self.table("dataset_mentions").join(F.broadcast(names), ["namespace", "name"], "left_semi")
+        outputs = columns.facet_mentions(mentions, aliases).persist(StorageLevel.MEMORY_AND_DISK)
+        facets = columns.distinct_facets(outputs).persist(StorageLevel.MEMORY_AND_DISK)
+        tag = F.lit(FULL_RANGE_START).cast("bigint")
+        rows = {
+            "column_facets": facets.select(*columns.FACET_COLUMNS),
+            "column_facet_runs": columns.facet_runs(outputs),
+            "column_facet_edges": columns.facet_edges(facets, aliases, self.rules),
+        }
+        listed = ", ".join("'" + t.replace("'", "''") + "'" for t in targets)
+        for name, frame in rows.items():
+            self.spark.sql(f"DELETE FROM {self.t(name)} WHERE target_dataset_id IN ({listed})")
+            lake.append(frame.withColumn(RANGE, tag), self.t(name))
+        facets.unpersist()
+        outputs.unpersist()
+        log.info("column facets: %d targets recomputed after a relabel", len(targets))
 
     def _paths_hold(self, targets: DataFrame) -> bool:
         """Whether ``column_paths`` is still what the column edges give, ``targets`` being the only targets
@@ -612,7 +719,16 @@ class _Build:
         )
         self._put("dataset_edges", model.dataset_edges(self.table("job_edges")))
         self._summaries(runs)
-        self._put("column_edges", columns.column_edges(mentions, aliases, alias_rules=self.rules))
+        outputs = columns.facet_mentions(mentions, aliases)
+        facets = columns.distinct_facets(outputs).persist(StorageLevel.DISK_ONLY)
+        tag = F.lit(FULL_RANGE_START).cast("bigint")
+        self._put("column_facets", facets.select(*columns.FACET_COLUMNS).withColumn(RANGE, tag))
+        self._put("column_facet_runs", columns.facet_runs(outputs).withColumn(RANGE, tag))
+        self._put(
+            "column_facet_edges", columns.facet_edges(facets, aliases, self.rules).withColumn(RANGE, tag)
+        )
+        facets.unpersist()
+        self._put("column_edges", self._column_edges(None))
         self._put("column_paths", self._column_paths(self.table("column_edges"), None))
         self._column_summary()
 

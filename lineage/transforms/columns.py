@@ -99,12 +99,56 @@ def column_edges(
         masking), is_direct (any DIRECT), subtypes (sorted distinct non-null subtypes), masking (any masked),
         run_count, first_seen, last_seen``.
     """
-    facets = _distinct_facets(mentions, aliases)
+    outputs = facet_mentions(mentions, aliases)
+    facets = distinct_facets(outputs)
+    return edges_from_facets(facet_edges(facets, aliases, alias_rules), facets, facet_runs(outputs))
+
+
+# The state the incremental build folds column edges from (three tables of lake.lineage, one row per
+# distinct facet, per (facet, run) and per exploded facet entry): each distinct facet is exploded once, ever.
+FACET_KEY = ["job_namespace", "job_name", "target_dataset_id", "column_facet"]
+FACET_COLUMNS = [*FACET_KEY, "_facet", "first_seen", "last_seen"]
+FACET_RUN_COLUMNS = ["_facet", "target_dataset_id", "run_id"]
+FACET_EDGE_COLUMNS = ["_facet", *EDGE_KEY, "scope", "t"]
+
+
+def facet_mentions(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """The output mentions with a column-lineage facet, with ``target_dataset_id`` (canonical) and
+    ``_facet``: the id of (job, target, facet content)."""
+    outputs = canonical_mentions(
+        mentions.where((F.col("role") == "output") & F.col("column_facet").isNotNull()), aliases
+    ).withColumnRenamed("dataset_id", "target_dataset_id")
+    return outputs.withColumn("_facet", F.sha2(F.to_json(F.struct(*[F.col(c) for c in FACET_KEY])), 256))
+
+
+def distinct_facets(outputs: DataFrame) -> DataFrame:
+    """One row per distinct facet of :func:`facet_mentions`: its key, ``_facet``, the first and last event
+    time that reported it, and its ``column_entries``.
+
+    A job sends the same facet for an output on every run (and often on START and COMPLETE), so each
+    distinct content is exploded once, not once per event.
+    """
+    return outputs.groupBy(*FACET_KEY, "_facet").agg(
+        # Entries are a function of the facet content: any copy's will do.
+        F.any_value("column_entries").alias("column_entries"),
+        F.min("event_time").alias("first_seen"),
+        F.max("event_time").alias("last_seen"),
+    )
+
+
+def facet_runs(outputs: DataFrame) -> DataFrame:
+    """The distinct (facet, run) pairs of :func:`facet_mentions` (JobEvent facets have no run)."""
+    return outputs.where(F.col("run_id").isNotNull()).select(*FACET_RUN_COLUMNS).distinct()
+
+
+def facet_edges(
+    facets: DataFrame, aliases: DataFrame, alias_rules: list[tuple[str, str]] | None = None
+) -> DataFrame:
+    """Each facet of :func:`distinct_facets` exploded: one row per (input field, transformation), both ends
+    canonical, the near-cartesian rule applied (it looks at one facet only), as :data:`FACET_EDGE_COLUMNS`."""
     rows = (
         facets.select(
             "_facet",
-            "first_seen",
-            "last_seen",
             "job_namespace",
             "job_name",
             "target_dataset_id",
@@ -116,8 +160,6 @@ def column_edges(
         .transform(lambda df: _source_ids(df, aliases, alias_rules))
         .select(
             "_facet",
-            "first_seen",
-            "last_seen",
             "job_namespace",
             "job_name",
             "source_dataset_id",
@@ -127,17 +169,19 @@ def column_edges(
             F.explode("_e.transformations").alias("t"),
         )
     )
-    grouped = (
-        _move_cartesian_indirect(rows)
-        .groupBy(*EDGE_KEY, "scope")
-        .agg(
-            F.array_sort(F.collect_set("t")).alias("transformations"),
-            F.array_sort(F.collect_set("_facet")).alias("_facets"),
-            F.min("first_seen").alias("first_seen"),
-            F.max("last_seen").alias("last_seen"),
-        )
+    return _move_cartesian_indirect(rows).select(*FACET_EDGE_COLUMNS)
+
+
+def edges_from_facets(edge_rows: DataFrame, facets: DataFrame, runs: DataFrame) -> DataFrame:
+    """The :func:`column_edges` rows of ``edge_rows`` (:func:`facet_edges`), with the times of ``facets``
+    (at least ``_facet, first_seen, last_seen`` of every facet in ``edge_rows``) and the runs of ``runs``
+    (:func:`facet_runs`): every edge's transformations are the union over the facets that report it, its
+    times the extremes over them, its run count the distinct runs over them."""
+    grouped = edge_rows.groupBy(*EDGE_KEY, "scope").agg(
+        F.array_sort(F.collect_set("t")).alias("transformations"),
+        F.array_sort(F.collect_set("_facet")).alias("_facets"),
     )
-    counted = grouped.join(_run_counts(grouped, facets), "_facets")
+    counted = grouped.join(_per_facet_set(grouped, facets, runs), "_facets")
     t = F.col("transformations")
     return counted.select(
         *EDGE_KEY,
@@ -155,45 +199,26 @@ def column_edges(
     )
 
 
-def _distinct_facets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
-    """One row per distinct facet: (job, output dataset, facet content), with the runs and times reporting it.
+def _per_facet_set(edges: DataFrame, facets: DataFrame, runs: DataFrame) -> DataFrame:
+    """``run_count``, ``first_seen`` and ``last_seen`` per distinct set of facets: the distinct runs and the
+    extreme times over the facets of the set.
 
-    A job sends the same facet for an output on every run (and often on START and COMPLETE), so each
-    distinct content is exploded once, not once per event. ``_facet`` identifies the key; the runs are a
-    set, so duplicated events count once.
-    """
-    outputs = canonical_mentions(
-        mentions.where((F.col("role") == "output") & F.col("column_facet").isNotNull()), aliases
-    ).withColumnRenamed("dataset_id", "target_dataset_id")
-    key = ["job_namespace", "job_name", "target_dataset_id", "column_facet"]
-    digest = F.sha2(F.to_json(F.struct(*[F.col(c) for c in key])), 256)
-    return (
-        outputs.groupBy(*key)
-        .agg(
-            # Entries are a function of the facet content: any copy's will do.
-            F.any_value("column_entries").alias("column_entries"),
-            F.collect_set("run_id").alias("run_ids"),
-            F.min("event_time").alias("first_seen"),
-            F.max("event_time").alias("last_seen"),
-        )
-        .withColumn("_facet", digest)
-    )
-
-
-def _run_counts(edges: DataFrame, facets: DataFrame) -> DataFrame:
-    """``run_count`` per distinct set of facets: the distinct runs over the facets of the set.
-
-    Edges of one job and output mostly share their set of facets, so the runs are counted once per set,
-    not once per edge.
+    Edges of one job and output mostly share their set of facets, so each set is counted once, not once
+    per edge.
     """
     sets = edges.select("_facets").distinct()
-    runs = facets.select("_facet", F.explode("run_ids").alias("run_id"))
-    return (
-        sets.select("_facets", F.explode("_facets").alias("_facet"))
-        .join(runs, "_facet", "left")
+    members = sets.select("_facets", F.explode("_facets").alias("_facet"))
+    times = (
+        members.join(facets.select("_facet", "first_seen", "last_seen"), "_facet")
+        .groupBy("_facets")
+        .agg(F.min("first_seen").alias("first_seen"), F.max("last_seen").alias("last_seen"))
+    )
+    counts = (
+        members.join(runs.select("_facet", "run_id"), "_facet", "left")
         .groupBy("_facets")
         .agg(F.count_distinct("run_id").alias("run_count"))
     )
+    return times.join(counts, "_facets")
 
 
 def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
@@ -216,8 +241,6 @@ def _move_cartesian_indirect(rows: DataFrame) -> DataFrame:
     repeated = field_level & indirect & (facet_fields >= 2) & (fields_with_it == facet_fields)
     return rows.withColumn("_repeated", repeated).select(
         "_facet",
-        "first_seen",
-        "last_seen",
         "job_namespace",
         "job_name",
         "source_dataset_id",
