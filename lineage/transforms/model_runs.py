@@ -197,7 +197,10 @@ def _parents_without_events(run_events: DataFrame, reported: DataFrame) -> DataF
         F.struct("root_run_id", "root_job_namespace", "root_job_name"),
     )
     named = children.groupBy(F.col("parent_run_id").alias("run_id")).agg(
-        latest(F.struct("parent_job_namespace", "parent_job_name")).alias("_job"),
+        # The struct itself is never null: a parent facet without a job must not count as naming one.
+        latest(
+            F.struct("parent_job_namespace", "parent_job_name"), F.col("parent_job_name").isNotNull()
+        ).alias("_job"),
         latest(above, above.isNotNull()).alias("_root"),
     )
     orphans = named.join(reported.select("run_id"), "run_id", "left_anti")

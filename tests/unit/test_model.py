@@ -188,6 +188,24 @@ def test_airflow_dag_run_is_parent_of_task_runs_and_root_without_root_facet(spar
     assert rows[dag_run].reported_state == "COMPLETE"
 
 
+def test_a_parent_known_from_children_keeps_its_job_when_a_later_child_omits_it(spark: SparkSession) -> None:
+    """The parent run has no event of its own; the later child's parent facet names only the run: the job
+    the earlier child named stays (a struct of two nulls is not "absent" to a null check)."""
+    dag_run, dag = run_id(20), ("airflow", "nightly")
+    named = parent(dag_run, dag)
+    unnamed = {"run": {"runId": dag_run}}
+    events = [
+        run_event("START", at(5), run_id(21), ("airflow", "nightly.a"), run_facets={"parent": named}),
+        run_event("START", at(9), run_id(22), ("airflow", "nightly.b"), run_facets={"parent": unnamed}),
+    ]
+    rows = {r.run_id: r for r in model.runs(events_df(spark, events)).collect()}
+    assert (rows[dag_run].job_namespace, rows[dag_run].job_name, rows[dag_run].reported_state) == (
+        "airflow",
+        "nightly",
+        None,
+    )
+
+
 def test_jobs_take_the_latest_facets_and_keep_absent_ones(spark: SparkSession) -> None:
     r = run_id(1)
     facets_v1 = {
