@@ -12,20 +12,34 @@ and writes only the others. The lookup filters on the batch's offset range per p
 answers from file statistics, so for a normal batch it reads no data files at all. The same check makes
 re-reading a topic with a fresh checkpoint land nothing twice. Only one query may ingest a given topic at a
 time (two concurrent queries could both pass the check).
+
+Topic incarnations: a topic deleted and created again under the same name starts its offsets at 0 again, so
+its messages have the coordinates of the old topic's. Every row therefore also records the topic's Kafka id
+(``kafka_topic_id``, looked up with the admin API: Spark's source does not expose it), and a row counts as
+already landed only if it is of the same incarnation. Rows landed before the id was recorded (null id)
+count as landed when their Kafka timestamp and size equal the message's (the same record read again);
+anything else at the same coordinates is another incarnation's, and the batch lands its own rows and logs a
+WARNING. The id is looked up at start, where it must match the one the checkpoint was written for, and
+before and after each batch is read: a topic recreated under a running ingestion stops it with
+:class:`TopicRecreated` before anything of that batch is written (the checkpoint's offsets belong to the old
+topic; restart with a new checkpoint).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.errors import StreamingQueryException
@@ -33,12 +47,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lineage.io.tables import create_raw_tables
-from lineage.settings import Settings, is_uri, parse_trigger
+from lineage.settings import KafkaSettings, Settings, is_uri, parse_trigger
 from lineage.transforms.envelope import parse_messages, rejected_messages, valid_events
 
 log = logging.getLogger(__name__)
 
 COORDINATES = ["kafka_topic", "kafka_partition", "kafka_offset"]
+TOPIC_ID = "kafka_topic_id"
+# What tells the same record from another one at the same coordinates when a row has no topic id.
+RECORD_FINGERPRINT = ["kafka_timestamp", "payload_bytes"]
+# In the checkpoint folder: the id of each topic the checkpoint's offsets were read from.
+TOPIC_IDS_FILE = "lineage-topic-ids.json"
 
 # Test-only fault injection: when set to a batch id, the process kills itself (SIGKILL) right after that
 # batch's events commit and before its rejected commit, to prove the replay path.
@@ -99,6 +118,92 @@ def kafka_source(spark: SparkSession, settings: Settings, starting_offsets: str 
     return reader.load()
 
 
+def subscribed_topics(kafka: KafkaSettings) -> list[str]:
+    """The topics of ``kafka.topic`` (Spark's ``subscribe`` takes a comma-separated list)."""
+    return [t.strip() for t in kafka.topic.split(",") if t.strip()]
+
+
+class TopicRecreated(RuntimeError):
+    """A topic's id is not the one its offsets were read under: it was deleted and created again."""
+
+
+def topic_id_text(topic_id: Any) -> str:
+    """A Kafka topic id (confluent-kafka's ``Uuid``) as Kafka prints it (``kafka-topics.sh --describe``):
+    URL-safe base64 of its 16 bytes, unpadded (librdkafka's own text uses the standard alphabet)."""
+    mask = (1 << 64) - 1
+    raw = (topic_id.get_most_significant_bits() & mask).to_bytes(8, "big") + (
+        topic_id.get_least_significant_bits() & mask
+    ).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+class TopicIds:
+    """Kafka's id of each topic's current incarnation, from the admin API (one client, reused)."""
+
+    def __init__(self, kafka: KafkaSettings, timeout_s: float = 30.0) -> None:
+        self._config: dict[str, Any] = {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            **kafka.security.librdkafka(),
+        }
+        self._timeout_s = timeout_s
+        self._admin: Any = None
+
+    def lookup(self, topics: Iterable[str]) -> dict[str, str | None]:
+        """``{topic: id}``, the id as Kafka prints it (:func:`topic_id_text`); None for a topic that does not
+        exist. Raises on any other error (the broker does not answer, no DESCRIBE permission ...)."""
+        from confluent_kafka import KafkaError, KafkaException, TopicCollection
+        from confluent_kafka.admin import AdminClient
+
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        if self._admin is None:
+            self._admin = AdminClient(self._config)
+        futures = self._admin.describe_topics(TopicCollection(names), request_timeout=self._timeout_s)
+        ids: dict[str, str | None] = {}
+        for name, future in futures.items():
+            try:
+                ids[name] = topic_id_text(future.result(timeout=self._timeout_s).topic_id)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    ids[name] = None
+                else:
+                    raise
+        return ids
+
+
+def _checkpoint_file(spark: SparkSession, checkpoint: str) -> tuple[Any, Any]:
+    """(Hadoop FileSystem, Path) of the topic-id file in the checkpoint folder (local, s3a://, hdfs://...)."""
+    jvm: Any = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(f"{checkpoint.rstrip('/')}/{TOPIC_IDS_FILE}")
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def read_checkpoint_topic_ids(spark: SparkSession, checkpoint: str) -> dict[str, str]:
+    """The topic ids a checkpoint's offsets were read under ({} for a new checkpoint, or one written before
+    the ids were recorded)."""
+    fs, path = _checkpoint_file(spark, checkpoint)
+    if not fs.exists(path):
+        return {}
+    jvm: Any = spark.sparkContext._jvm
+    stream = fs.open(path)
+    try:
+        text = str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
+    return {str(k): str(v) for k, v in json.loads(text).items()}
+
+
+def write_checkpoint_topic_ids(spark: SparkSession, checkpoint: str, ids: dict[str, str]) -> None:
+    fs, path = _checkpoint_file(spark, checkpoint)
+    out = fs.create(path, True)
+    try:
+        out.write(bytearray(json.dumps(ids, sort_keys=True).encode()))
+    finally:
+        out.close()
+
+
 class StopRequested(RuntimeError):
     """Raised by a batch that starts after a stop was requested, before it writes anything."""
 
@@ -111,7 +216,21 @@ def _not_a_requested_stop(record: logging.LogRecord) -> bool:
 class BatchWriter:
     """The ``foreachBatch`` function: validate, skip what already landed, append to both raw tables."""
 
-    def __init__(self, settings: Settings, progress: IngestProgress) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        progress: IngestProgress,
+        *,
+        topic_ids: TopicIds | None = None,
+        known_ids: dict[str, str] | None = None,
+        on_new_ids: Callable[[dict[str, str]], None] | None = None,
+    ) -> None:
+        self._topics = subscribed_topics(settings.kafka)
+        self._topic_ids = topic_ids or TopicIds(settings.kafka)
+        # The id each topic had when this checkpoint's offsets were read; a topic absent so far gets it at
+        # its first batch (and ``on_new_ids`` records it in the checkpoint).
+        self._known = dict(known_ids or {})
+        self._on_new_ids = on_new_ids
         self._events = settings.catalog.events_table
         self._rejected = settings.catalog.rejected_table
         self._progress = progress
@@ -134,13 +253,39 @@ class BatchWriter:
                 # reads the same offsets again.
                 self.refused = True
                 raise StopRequested(f"{STOP_MARKER} before batch {batch_id}")
-            self._run(batch, batch_id)
+            try:
+                self._run(batch, batch_id)
+            except TopicRecreated as exc:
+                log.error("%s", exc)  # one readable line; the query then fails with it
+                raise
+
+    def _current_ids(self, batch_id: int) -> dict[str, str]:
+        """The subscribed topics' ids now, checked against the ids their offsets were read under."""
+        ids = self._topic_ids.lookup(self._topics)
+        found = {topic: topic_id for topic, topic_id in ids.items() if topic_id is not None}
+        for topic, topic_id in found.items():
+            known = self._known.get(topic)
+            if known is not None and known != topic_id:
+                raise TopicRecreated(
+                    f"topic {topic} was deleted and created again while the ingestion ran (id {known}, "
+                    f"now {topic_id}); batch {batch_id} is not written. The checkpoint's offsets belong to "
+                    "the old topic: restart with a new checkpoint (ingest.checkpoint) and --starting-offsets "
+                    "earliest to land the new topic's messages (rows of the old one are told apart by "
+                    "kafka_topic_id)"
+                )
+        new = {t: i for t, i in found.items() if t not in self._known}
+        if new:
+            self._known.update(new)
+            if self._on_new_ids is not None:
+                self._on_new_ids(dict(self._known))
+        return found
 
     def _run(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
+        ids = self._current_ids(batch_id)  # before Spark reads the batch's messages (on the first action)
         parsed = parse_messages(batch, self._redactor).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            stats = self._write(parsed, batch_id, started)
+            stats = self._write(parsed, batch_id, started, ids)
         finally:
             parsed.unpersist()
         self._progress.add(stats)
@@ -154,7 +299,7 @@ class BatchWriter:
             stats.rows_in / stats.seconds if stats.seconds > 0 else 0.0,
         )
 
-    def _write(self, parsed: DataFrame, batch_id: int, started: float) -> BatchStats:
+    def _write(self, parsed: DataFrame, batch_id: int, started: float, ids: dict[str, str]) -> BatchStats:
         ranges = (
             parsed.groupBy("kafka_topic", "kafka_partition")
             .agg(
@@ -168,6 +313,17 @@ class BatchWriter:
         rows_in = sum(r["n"] for r in ranges)
         if rows_in == 0:
             return BatchStats(batch_id, 0, 0, 0, 0, time.monotonic() - started)
+        # The messages are read (and cached) now: the topics must still be the incarnations looked up before.
+        after = self._current_ids(batch_id)
+        for topic in {r["kafka_topic"] for r in ranges}:
+            if topic not in ids or after.get(topic) != ids[topic]:
+                raise TopicRecreated(
+                    f"topic {topic} changed while batch {batch_id} was read (id {ids.get(topic)}, now "
+                    f"{after.get(topic)}): nothing of the batch is written; restart with a new checkpoint"
+                )
+        topic_id = F.create_map(*[F.lit(x) for item in sorted(ids.items()) for x in item])[
+            F.col("kafka_topic")
+        ]
 
         in_batch = reduce(
             lambda a, b: a | b,
@@ -179,16 +335,59 @@ class BatchWriter:
             ],
         )
         spark = parsed.sparkSession  # the query's session, which also writes below
+        columns = [*COORDINATES, TOPIC_ID, *RECORD_FINGERPRINT]
         existing = (
             spark.table(self._events)
             .where(in_batch)
-            .select(*COORDINATES)
-            .unionByName(spark.table(self._rejected).where(in_batch).select(*COORDINATES))
+            .select(*columns)
+            .unionByName(spark.table(self._rejected).where(in_batch).select(*columns))
         )
-        already = existing.count()
+        rows = parsed.select(*COORDINATES, *RECORD_FINGERPRINT, topic_id.alias("_id"))
+        same_record = reduce(
+            lambda a, b: a & b, [F.col(f"e.{c}").eqNullSafe(F.col(f"m.{c}")) for c in RECORD_FINGERPRINT]
+        )
+        # One row per coordinate of the batch found in either table: ``same`` when one of the rows there is
+        # this message (same topic id; without an id, the same Kafka timestamp and size), else the ids of
+        # the other incarnation(s) found there.
+        matched = (
+            rows.alias("m")
+            .join(existing.alias("e"), COORDINATES)
+            .select(
+                *COORDINATES,
+                F.coalesce(F.col("e.kafka_topic_id"), F.lit("null")).alias("landed_id"),
+                F.when(F.col("e.kafka_topic_id").isNotNull(), F.col("e.kafka_topic_id") == F.col("m._id"))
+                .otherwise(same_record)
+                .cast("int")
+                .alias("same"),
+            )
+            .groupBy(*COORDINATES)
+            .agg(F.max("same").alias("same"), F.collect_set("landed_id").alias("landed_ids"))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        found = (
+            matched.groupBy("kafka_topic", "same")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.array_distinct(F.flatten(F.collect_list("landed_ids"))).alias("ids"),
+            )
+            .collect()
+        )
+        already = sum(r["n"] for r in found if r["same"])
+        for r in sorted((r for r in found if not r["same"]), key=lambda r: r["kafka_topic"]):
+            log.warning(
+                "batch %d: topic %s was deleted and created again: %d offsets of its incarnation %s collide "
+                "with rows of another incarnation (topic id %s; null: landed before topic ids were "
+                "recorded, and not the same record); those rows are not these messages, which land now",
+                batch_id,
+                r["kafka_topic"],
+                r["n"],
+                ids.get(r["kafka_topic"]),
+                ", ".join(sorted(r["ids"])),
+            )
         if already:
             # A replayed batch (crash between commits, or a topic re-read with a fresh checkpoint).
-            todo = parsed.join(existing, COORDINATES, "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
+            landed = matched.where(F.col("same") == 1).select(*COORDINATES)
+            todo = parsed.join(landed, COORDINATES, "left_anti").persist(StorageLevel.MEMORY_AND_DISK)
             valid = todo.where(F.col("reason").isNull()).count()
             invalid = todo.count() - valid
         else:
@@ -199,15 +398,42 @@ class BatchWriter:
         ingested_at = F.lit(datetime.now(UTC)).cast("timestamp")
         props = {"snapshot-property.lineage.ingest.batch-id": str(batch_id)}
         if valid:
-            valid_events(todo, ingested_at).writeTo(self._events).options(**props).append()
+            events = valid_events(todo, ingested_at).withColumn(TOPIC_ID, topic_id)
+            events.writeTo(self._events).options(**props).append()
         if self._fault_batch == batch_id:
             log.warning("fault injection: SIGKILL after the events commit of batch %d", batch_id)
             os.kill(os.getpid(), signal.SIGKILL)
         if invalid:
-            rejected_messages(todo, ingested_at).writeTo(self._rejected).options(**props).append()
+            rejected = rejected_messages(todo, ingested_at).withColumn(TOPIC_ID, topic_id)
+            rejected.writeTo(self._rejected).options(**props).append()
         if already:
             todo.unpersist()
+        matched.unpersist()
         return BatchStats(batch_id, rows_in, valid, invalid, already, time.monotonic() - started)
+
+
+def check_checkpoint_topics(
+    spark: SparkSession, checkpoint: str, current: dict[str, str | None]
+) -> dict[str, str]:
+    """The topic ids the checkpoint's offsets are read under, recorded in it; raises
+    :class:`TopicRecreated` when a topic now has another id (its offsets would skip or misread messages of
+    the new topic)."""
+    stored = read_checkpoint_topic_ids(spark, checkpoint)
+    for topic, topic_id in sorted(current.items()):
+        if topic_id is None:
+            log.warning("topic %s does not exist: nothing to read until it is created", topic)
+        elif stored.get(topic, topic_id) != topic_id:
+            raise TopicRecreated(
+                f"topic {topic} was deleted and created again since checkpoint {checkpoint} read it (id "
+                f"{stored[topic]}, now {topic_id}): its offsets belong to the old topic. Start with a new "
+                "checkpoint (ingest.checkpoint) and --starting-offsets earliest; rows of the old topic are "
+                "told apart by kafka_topic_id"
+            )
+    known = {**stored, **{t: i for t, i in current.items() if i is not None}}
+    if known != stored:
+        write_checkpoint_topic_ids(spark, checkpoint, known)
+    log.info("topic ids: %s", ", ".join(f"{t} {i}" for t, i in sorted(current.items())))
+    return known
 
 
 def run_ingest(
@@ -229,7 +455,15 @@ def run_ingest(
     checkpoint = str(settings.ingest.checkpoint)
     if not is_uri(checkpoint):
         Path(checkpoint).mkdir(parents=True, exist_ok=True)
-    writer = BatchWriter(settings, progress)
+    topic_ids = TopicIds(settings.kafka)
+    known = check_checkpoint_topics(spark, checkpoint, topic_ids.lookup(subscribed_topics(settings.kafka)))
+    writer = BatchWriter(
+        settings,
+        progress,
+        topic_ids=topic_ids,
+        known_ids=known,
+        on_new_ids=lambda ids: write_checkpoint_topic_ids(spark, checkpoint, ids),
+    )
     query = (
         kafka_source(spark, settings, starting_offsets)
         .writeStream.queryName(f"ingest-{settings.kafka.topic}")

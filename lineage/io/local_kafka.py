@@ -4,6 +4,11 @@ Started from the jars `make jars` fetched from Maven Central (conf/maven/pom.xml
 ``kafka.tools.StorageTool format`` once, then ``kafka.Kafka``. Used by `make kafka-start` / `make kafka-stop`
 and by the test fixtures (on free ports, so tests never collide with a running demo).
 
+The broker never creates a topic by itself (``auto.create.topics.enable=false``): a topic that appeared on a
+producer's first message, or on a client's metadata request, would have the broker's defaults
+(``compression.type=producer``, the broker-wide size limit), not the settings our topics need. Our code
+creates its topics first with :func:`create_topic` (``make kafka-start`` creates ``kafka.topic``).
+
 Command line: ``python -m lineage.io.local_kafka start|stop|status``.
 """
 
@@ -58,7 +63,7 @@ class LocalKafka:
     partitions: int = 4
     heap: str = "512m"
     # SASL_SSL with SCRAM-SHA-512 on the client listener (TLS certificate made at set-up, SCRAM users
-    # created when the storage is formatted) and no automatic topic creation. ``users``: name -> password
+    # created when the storage is formatted). ``users``: name -> password
     # of the clients; the broker authenticates to itself as ``broker`` with a generated password.
     sasl_ssl: bool = False
     users: dict[str, str] = field(default_factory=dict)
@@ -182,7 +187,6 @@ class LocalKafka:
             "ssl.truststore.type": "PKCS12",
             "ssl.truststore.location": str(self.truststore_file),
             "ssl.truststore.password": self.truststore_password,
-            "auto.create.topics.enable": "false",
         }
 
     def _scram_arguments(self) -> list[str]:
@@ -236,7 +240,9 @@ class LocalKafka:
             "message.max.bytes": str(limit + RECORD_HEADROOM_BYTES),
             "replica.fetch.max.bytes": str(limit),
             "socket.request.max.bytes": str(max(limit * 2, 104857600)),
-            "auto.create.topics.enable": "true",
+            # Topics are created by our code with their settings (create_topic), never by a producer's or
+            # a consumer's first request.
+            "auto.create.topics.enable": "false",
         }
         if self.sasl_ssl:
             props.update(self._security_properties())
@@ -384,6 +390,28 @@ def create_topic(
         except Exception as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+
+
+def delete_topic(
+    bootstrap_servers: str, topic: str, security: Mapping[str, str] | None = None, timeout_s: float = 60.0
+) -> None:
+    """Delete ``topic`` and wait until the brokers no longer list it (nothing to do if it does not exist)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, **(security or {})})
+    if topic not in admin.list_topics(timeout=10).topics:
+        return
+    for future in admin.delete_topics([topic], operation_timeout=timeout_s).values():
+        try:
+            future.result(timeout=timeout_s)
+        except Exception as exc:
+            if "UNKNOWN_TOPIC_OR_PART" not in str(exc):
+                raise
+    deadline = time.monotonic() + timeout_s
+    while topic in admin.list_topics(timeout=10).topics:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic} still listed {timeout_s:.0f}s after its deletion")
+        time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> int:

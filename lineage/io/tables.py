@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS {table} (
     kafka_timestamp      TIMESTAMP,
     kafka_key            STRING,
     ingested_at          TIMESTAMP,
-    redactions           INT       COMMENT 'secrets replaced in event_json and kafka_key'
+    redactions           INT       COMMENT 'secrets replaced in event_json and kafka_key',
+    kafka_topic_id       STRING    COMMENT {topic_id_comment}
 ) USING iceberg
 PARTITIONED BY (days(event_time))
 TBLPROPERTIES ({properties})
@@ -61,11 +62,19 @@ CREATE TABLE IF NOT EXISTS {table} (
     reason           STRING  COMMENT 'stable reason code, see lineage.transforms.envelope.REASONS',
     detail           STRING  COMMENT 'human-readable explanation',
     ingested_at      TIMESTAMP,
-    redactions       INT     COMMENT 'secrets replaced in value and kafka_key (UTF-8 text only)'
+    redactions       INT     COMMENT 'secrets replaced in value and kafka_key (UTF-8 text only)',
+    kafka_topic_id   STRING  COMMENT {topic_id_comment}
 ) USING iceberg
 PARTITIONED BY (days(ingested_at))
 TBLPROPERTIES ({properties})
 """
+
+
+# Kafka's id of the topic incarnation a row was read from: a topic deleted and created again under the same
+# name starts its offsets anew, and only the id tells its messages from the old topic's at the same offsets.
+_TOPIC_ID_COMMENT = (
+    "'id of the Kafka topic incarnation read (as kafka-topics.sh prints it); null: not recorded'"
+)
 
 
 def _properties_sql(props: dict[str, str]) -> str:
@@ -79,8 +88,8 @@ def create_raw_tables(spark: SparkSession, catalog: CatalogSettings, target_file
     props = _properties_sql(
         {**_RAW_TABLE_PROPERTIES, "write.target-file-size-bytes": str(target_file_size_bytes)}
     )
-    spark.sql(_EVENTS_DDL.format(table=catalog.events_table, properties=props))
-    spark.sql(_REJECTED_DDL.format(table=catalog.rejected_table, properties=props))
+    for ddl, table in ((_EVENTS_DDL, catalog.events_table), (_REJECTED_DDL, catalog.rejected_table)):
+        spark.sql(ddl.format(table=table, properties=props, topic_id_comment=_TOPIC_ID_COMMENT))
     for table in (catalog.events_table, catalog.rejected_table):
         _add_missing_columns(spark, table)
 
@@ -89,6 +98,7 @@ def create_raw_tables(spark: SparkSession, catalog: CatalogSettings, target_file
 # where the DDL above has them too; rows written before read as null).
 _ADDED_COLUMNS = {
     "redactions": "INT COMMENT 'secrets replaced by the redaction marker'",
+    "kafka_topic_id": f"STRING COMMENT {_TOPIC_ID_COMMENT}",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -22,11 +23,13 @@ from pyspark.sql import SparkSession
 from lineage.batch.build import build_lineage
 from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import MALFORMED, lab_events
-from lineage.ingest.stream import FAULT_ENV, run_ingest
+from lineage.ingest.stream import FAULT_ENV, TopicRecreated, run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka
 from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.io.tables import create_raw_tables
 from lineage.settings import RECORD_HEADROOM_BYTES, MaintainSettings, Settings
+from tests.fixtures.kafka import recreate_topic, topic_id
 from tests.fixtures.lake import lake_settings
 
 pytestmark = pytest.mark.integration
@@ -206,8 +209,9 @@ def _ingest_process(settings: Settings, trigger: str, **env: str) -> subprocess.
     )
 
 
-def _mixed_messages(count: int) -> list[tuple[bytes, bytes]]:
-    """Valid run events with a malformed message every 25th, keyed so they spread over partitions."""
+def _mixed_messages(count: int, job: str = "job") -> list[tuple[bytes, bytes]]:
+    """Valid run events with a malformed message every 25th, keyed so they spread over partitions (the
+    same partitions and offsets for the same ``count`` in a new topic; ``job`` names their jobs)."""
     messages = []
     for i in range(count):
         if i % 25 == 0:
@@ -220,7 +224,7 @@ def _mixed_messages(count: int) -> list[tuple[bytes, bytes]]:
             "producer": "test",
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
             "run": {"runId": run_id},
-            "job": {"namespace": "test", "name": f"job-{i % 7}"},
+            "job": {"namespace": "test", "name": f"{job}-{i % 7}"},
         }
         messages.append((f"k{i}".encode(), json.dumps(value).encode()))
     return messages
@@ -446,3 +450,170 @@ def test_a_message_over_the_limit_once_decompressed_is_refused_by_the_broker(
     assert produce(topic) == [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE).name(), "stored"]
     assert sorted(map(len, read_topic(kafka_broker, topic).values())) == [len(fits)]
     assert produce(keeps_compression) == ["stored", "stored"]
+
+
+RECREATED = re.compile(r"topic (?P<topic>\S+) was deleted and created again: (?P<n>\d+) offsets")
+
+
+def _collision_warnings(caplog: pytest.LogCaptureFixture, topic: str) -> list[tuple[int, str]]:
+    """(offsets collided, message) of each WARNING of the ingestion about another incarnation of ``topic``."""
+    found = []
+    for record in caplog.records:
+        match = RECREATED.search(record.getMessage())
+        if record.levelno == logging.WARNING and match and match["topic"] == topic:
+            found.append((int(match["n"]), record.getMessage()))
+    return found
+
+
+def test_a_recreated_topic_lands_its_messages_over_the_old_topics_rows_at_the_same_offsets(
+    spark: SparkSession,
+    base_settings: Settings,
+    kafka_broker: LocalKafka,
+    topic: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 37: a topic deleted and created again starts at offset 0 again. Its messages have the old
+    topic's coordinates; they must land all the same (the old rows are another incarnation's, told apart by
+    kafka_topic_id), and the job says so. The old checkpoint's offsets are refused."""
+    own = lake_settings(
+        spark, base_settings, tmp_path / "lake", bootstrap_servers=kafka_broker.bootstrap_servers, topic=topic
+    )
+    count, valid = 100, 96  # a malformed message every 25th
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(count), kafka_broker.max_message_bytes)
+    old_id = topic_id(kafka_broker, topic)
+    first = run_ingest(
+        spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-1"), trigger="availableNow"
+    )
+    assert (first.rows_in, first.landed, first.rejected, first.already_landed) == (count, valid, 4, 0)
+
+    new_id = recreate_topic(kafka_broker, topic)
+    new_messages = _mixed_messages(count, job="recreated")
+    publish_raw(kafka_broker.bootstrap_servers, topic, new_messages, kafka_broker.max_message_bytes)
+    old_coordinates = sorted(coordinates(*landed(own, topic)))
+    assert old_coordinates == expected_coordinates(kafka_broker, topic)  # the same offsets, all of them
+
+    # The checkpoint of the old topic: its offsets would skip or misread the new topic's messages.
+    with pytest.raises(TopicRecreated, match=f"topic {re.escape(topic)} was deleted and created again"):
+        run_ingest(spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-1"), trigger="availableNow")
+
+    with caplog.at_level(logging.WARNING, logger="lineage.ingest.stream"):
+        second = run_ingest(
+            spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-2"), trigger="availableNow"
+        )
+
+    assert (second.rows_in, second.landed, second.rejected, second.already_landed) == (count, valid, 4, 0)
+    events, rejected = landed(own, topic)
+    assert (events.num_rows, rejected.num_rows) == (2 * valid, 2 * 4)
+    assert Counter(events.column("kafka_topic_id").to_pylist()) == {old_id: valid, new_id: valid}
+    assert Counter(rejected.column("kafka_topic_id").to_pylist()) == {old_id: 4, new_id: 4}
+    jobs = {r["job_name"].rsplit("-", 1)[0] for r in events.to_pylist() if r["kafka_topic_id"] == new_id}
+    assert jobs == {"recreated"}
+    warnings = _collision_warnings(caplog, topic)
+    assert sum(n for n, _ in warnings) == count, warnings
+    assert all(old_id in text and new_id in text for _, text in warnings), warnings
+
+
+def test_rows_landed_before_topic_ids_count_as_landed_only_when_they_are_the_same_record(
+    spark: SparkSession,
+    base_settings: Settings,
+    kafka_broker: LocalKafka,
+    topic: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A lake of the version before topic ids: its raw tables get the column (null in every old row) when
+    the ingestion starts. A null-id row counts as landed when its Kafka timestamp and size are the
+    message's (the topic re-read with a new checkpoint lands nothing twice), and not otherwise (a recreated
+    topic's messages land, with the warning)."""
+    own = lake_settings(
+        spark, base_settings, tmp_path / "lake", bootstrap_servers=kafka_broker.bootstrap_servers, topic=topic
+    )
+    count, valid = 50, 48
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(count), kafka_broker.max_message_bytes)
+    run_ingest(spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-1"), trigger="availableNow")
+    for table in (own.catalog.events_table, own.catalog.rejected_table):
+        spark.sql(f"ALTER TABLE {table} DROP COLUMN kafka_topic_id")  # as the previous version made them
+
+    reread = run_ingest(
+        spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-2"), trigger="availableNow"
+    )
+
+    assert (reread.rows_in, reread.landed, reread.rejected, reread.already_landed) == (count, 0, 0, count)
+    events, rejected = landed(own, topic)
+    assert set(
+        events.column("kafka_topic_id").to_pylist() + rejected.column("kafka_topic_id").to_pylist()
+    ) == {None}
+
+    new_id = recreate_topic(kafka_broker, topic)
+    publish_raw(
+        kafka_broker.bootstrap_servers,
+        topic,
+        _mixed_messages(count, "recreated"),
+        kafka_broker.max_message_bytes,
+    )
+    with caplog.at_level(logging.WARNING, logger="lineage.ingest.stream"):
+        after = run_ingest(
+            spark, for_topic(own, kafka_broker, topic, tmp_path / "ckpt-3"), trigger="availableNow"
+        )
+
+    assert (after.rows_in, after.landed, after.rejected, after.already_landed) == (count, valid, 2, 0)
+    events, rejected = landed(own, topic)
+    assert Counter(events.column("kafka_topic_id").to_pylist()) == {None: valid, new_id: valid}
+    warnings = _collision_warnings(caplog, topic)
+    assert sum(n for n, _ in warnings) == count and all("null" in text for _, text in warnings), warnings
+
+
+def test_the_local_broker_creates_no_topic_by_itself(kafka_broker: LocalKafka) -> None:
+    """Issue 37: a topic appears only when our code creates it, with its settings; a producer's first
+    message (librdkafka asks the broker to create a topic it does not know) creates nothing."""
+    from confluent_kafka import Producer
+
+    absent = f"absent.{uuid.uuid4().hex[:10]}"
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers, "message.timeout.ms": 5000})
+    outcomes: list[str] = []
+    producer.produce(absent, b"{}", callback=lambda e, _m: outcomes.append(e.name() if e else "stored"))
+    producer.flush(30)
+
+    assert len(outcomes) == 1 and outcomes[0] != "stored", outcomes
+    assert topic_id(kafka_broker, absent) is None
+
+
+def test_a_topic_recreated_under_a_running_ingestion_stops_it_before_anything_of_the_new_topic_lands(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    """The running query's offsets belong to the old topic: it must stop (non-zero, saying why), not go on
+    reading the new topic from the old offsets (which would skip the new topic's first messages). Either
+    Spark's source stops it (offsets that went back, failOnDataLoss) or the batch's topic-id check does."""
+    own = lake_settings(
+        spark, base_settings, tmp_path / "lake", bootstrap_servers=kafka_broker.bootstrap_servers, topic=topic
+    )
+    settings = for_topic(own, kafka_broker, topic, tmp_path / "ckpt")
+    create_raw_tables(spark, own.catalog, own.ingest.target_file_size_bytes)  # looked at while it runs
+    publish_raw(kafka_broker.bootstrap_servers, topic, _mixed_messages(50), kafka_broker.max_message_bytes)
+    process = _ingest_process(settings, "1 second")
+    try:
+        assert _wait_for_rows(settings, topic, process, 50) == 50
+        new_id = recreate_topic(kafka_broker, topic)
+        publish_raw(
+            kafka_broker.bootstrap_servers,
+            topic,
+            _mixed_messages(150, "recreated"),
+            kafka_broker.max_message_bytes,
+        )
+        output = process.communicate(timeout=240)[0].decode()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=60)
+
+    assert process.returncode not in (0, None), output[-3000:]
+    ours = f"topic {topic} was deleted and created again while the ingestion ran"
+    spark_data_loss = "may have been missed" in output.lower() or "failondataloss" in output.lower()
+    assert ours in output or spark_data_loss, output[-3000:]
+    events, rejected = landed(own, topic)
+    assert (
+        new_id
+        not in events.column("kafka_topic_id").to_pylist() + rejected.column("kafka_topic_id").to_pylist()
+    )
+    assert events.num_rows + rejected.num_rows == 50
