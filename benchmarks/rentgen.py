@@ -244,6 +244,8 @@ def side_by_side(run: TierContext) -> dict[str, Any]:
     try:
         broker.start()
         create_topic(broker.bootstrap_servers, topic, 4, run.max_message_bytes)
+        # Data.Rentgen's consumer republishes what it cannot read there; the broker creates no topic itself.
+        create_topic(broker.bootstrap_servers, f"{topic}__malformed", 1, run.max_message_bytes)
         loaded = produce(
             broker.bootstrap_servers, topic, run.workload.messages("base"), run.max_message_bytes
         )

@@ -312,8 +312,8 @@ class LocalKafkaSettings(_Section):
     controller_port: int = 9093
     partitions: int = 4
     heap: str = "512m"
-    # SASL_SSL with SCRAM-SHA-512 and no automatic topic creation; the one client user is
-    # kafka.security's username and password (set kafka.security.protocol = "SASL_SSL" to match).
+    # SASL_SSL with SCRAM-SHA-512 (the broker never creates topics by itself, in either mode); the one
+    # client user is kafka.security's username and password (set kafka.security.protocol = "SASL_SSL").
     sasl_ssl: bool = False
 
 
