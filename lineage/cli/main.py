@@ -25,6 +25,7 @@ from lineage.cli.store import (
     GRANULARITY_JOB,
     GRANULARITY_PARENT,
     JOB,
+    MAX_INT,
     TERMINAL_STATES,
     UPSTREAM,
     VIA_BOTH,
@@ -37,6 +38,7 @@ from lineage.cli.store import (
     Traversal,
     parse_tag,
     parse_time,
+    shown_value,
 )
 
 STATE_NAMES = {
@@ -108,12 +110,34 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 
 def _time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
-    return parse_time(value) if value else None
+    """A time option: a bad or out-of-range one (``999999999d``) is a usage error (exit 2) naming it."""
+    if not value:
+        return None
+    try:
+        return parse_time(value)
+    except LookupError_ as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+class Count(click.IntRange):
+    """A count from 1 to a 64-bit integer's largest (a larger one is refused here, not an overflow later);
+    a value of thousands of digits is quoted cut in the one-line error."""
+
+    def __init__(self) -> None:
+        super().__init__(min=1, max=MAX_INT)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and len(value.strip().lstrip("+-0")) > len(str(MAX_INT)):
+            self.fail(f"{shown_value(value)} is not an integer in the range 1<=x<={MAX_INT}.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+DEPTH = Count()
 
 
 depth_option = click.option(
     "--depth",
-    type=click.IntRange(min=1),
+    type=DEPTH,
     default=DEFAULT_DEPTH,
     show_default=True,
     help="Hops to follow (dataset -> job is one hop, dataset -> job -> dataset two).",
@@ -186,7 +210,7 @@ cli.command("downstream")(_traversal_command(DOWNSTREAM))
 
 @cli.command()
 @click.argument("target", metavar="DATASET[.FIELD]")
-@click.option("--depth", type=click.IntRange(min=1), default=None, help="Hops to follow (default: all).")
+@click.option("--depth", type=DEPTH, default=None, help="Hops to follow (default: all).")
 @as_of_option
 @json_option
 @pass_context
@@ -208,7 +232,7 @@ def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None,
     help="running, lost, failed, complete, aborted, start, other (repeatable; the inferred state).",
 )
 @click.option("--since", callback=_time, help="Runs with an event since then (ISO-8601 or 2h, 7d ago).")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=Count(), default=50, show_default=True)
 @tag_option
 @json_option
 @pass_context

@@ -84,6 +84,25 @@ _UNSAFE = frozenset(
 )
 
 
+_UNSAFE_PATTERN = re.compile("[" + "".join(f"\\u{code:04x}" for code in sorted(_UNSAFE)) + "]")
+
+
+def escape_unsafe(text: str, *, keep: str = "", as_json: bool = False) -> str:
+    """``text`` with control and bidi-formatting characters, but those in ``keep``, written as visible
+    escapes: ``\\x1b`` below U+0100 and ``\\u202e`` above, or with ``as_json`` the JSON escapes ``\\u001b``
+    and ``\\u202e`` (for a JSON text whose strings are already escaped by its encoder: ``keep`` its line
+    breaks). The one escaping of names for every output: tables, the graph's dot, mermaid and JSON."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 and not as_json else f"\\u{code:04x}"
+
+    return _UNSAFE_PATTERN.sub(escape, text)
+
+
 def safe_text(text: str, *, keep_newlines: bool = False) -> str:
     """``text`` with control and bidi-formatting characters written as escapes (``\\x1b``, ``\\u202e``).
 
@@ -91,12 +110,7 @@ def safe_text(text: str, *, keep_newlines: bool = False) -> str:
     repaint the reader's terminal. JSON output is not escaped this way (:func:`json_text` escapes controls
     itself and values stay exact).
     """
-    return "".join(
-        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-        if ord(c) in _UNSAFE and not (keep_newlines and c == "\n")
-        else c
-        for c in text
-    )
+    return escape_unsafe(text, keep="\n" if keep_newlines else "")
 
 
 def echo(text: str = "", **kwargs: Any) -> None:

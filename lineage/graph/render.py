@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NamedTuple
 
+from lineage.cli.output import escape_unsafe
+
 Graph = Mapping[str, Any]
 
 FORMATS = ("html", "dot", "mermaid", "json")
@@ -116,8 +118,11 @@ def _checked(graph: Graph) -> _Checked:
 
 
 def _clean(text: object) -> str:
-    """Text whose line breaks (any kind) are ``\\n`` and whose other control characters show as U+FFFD."""
-    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", _LINE_BREAK.sub("\n", str(text)))
+    """Text whose line breaks (any kind) are ``\\n``, whose other C0 controls and DEL show as U+FFFD and
+    whose C1 controls and bidi-formatting characters show as visible ``\\x9b``/``\\u202e`` text, as the
+    CLI's tables print them (:func:`lineage.cli.output.escape_unsafe`)."""
+    text = _CONTROL.sub("\N{REPLACEMENT CHARACTER}", _LINE_BREAK.sub("\n", str(text)))
+    return escape_unsafe(text, keep="\n\t")
 
 
 def _field_text(name: str, type_: str | None) -> str:
@@ -131,8 +136,11 @@ def _title(graph: Graph) -> str:
 
 
 def render_json(graph: Graph) -> str:
-    """The graph dict itself: pretty, keys sorted, unicode kept."""
-    return json.dumps(graph, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The graph dict itself: pretty, keys sorted, unicode kept but for C1 controls and bidi-formatting
+    characters, written as ``\\u`` escapes (the encoder escapes the C0 controls; the line breaks kept are
+    the document's own)."""
+    text = json.dumps(graph, indent=2, sort_keys=True, ensure_ascii=False)
+    return escape_unsafe(text, keep="\n", as_json=True) + "\n"
 
 
 # --- Graphviz DOT ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
+from lineage.cli.output import escape_unsafe
 from lineage.serve import errors, intake, read
 from lineage.serve.auth import ApiKeys, read_hash_file
 from lineage.serve.metrics import Metrics, middleware, write_to_shared_files
@@ -44,15 +45,17 @@ PARENT_CHECK_S = 1.0  # how often a worker checks that its supervising process i
 class AccessLog(AbstractAccessLogger):
     """One line per request: client, method, path (no query string), status, body size, seconds.
 
-    Never headers (so never keys) nor bodies, nor the query string.
+    Never headers (so never keys) nor bodies, nor the query string. The path is the client's, decoded: its
+    control and bidi-formatting characters are written as escapes (``\\x0a``, ``\\x1b``, ``\\u202e``), so a
+    ``%0a`` cannot end the line and forge another, nor an ESC reach the terminal that tails the log.
     """
 
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
         self.logger.info(
             '%s "%s %s" %d %d %.4f',
             request.remote,
-            request.method,
-            request.rel_url.path,
+            escape_unsafe(request.method),
+            escape_unsafe(request.rel_url.path),
             response.status,
             response.body_length,
             time,

@@ -57,7 +57,9 @@ class ApiKeys:
         if not self._digests:
             return True
         scheme, _, key = (authorization or "").partition(" ")
-        presented = hashlib.sha256(key.strip().encode("utf-8")).digest()
+        # aiohttp keeps a header's non-UTF-8 bytes as lone surrogates; "surrogatepass" encodes them to bytes
+        # that are never valid UTF-8, so such a key hashes to no configured key's digest (a 401, not a 500).
+        presented = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).digest()
         matched = False
         for digest in self._digests:
             matched |= hmac.compare_digest(presented, digest)

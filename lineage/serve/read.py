@@ -25,6 +25,7 @@ from lineage.cli.store import (
     DOWNSTREAM,
     GRANULARITY_JOB,
     GRANULARITY_PARENT,
+    MAX_INT,
     UPSTREAM,
     VIA_BOTH,
     VIA_DATASETS,
@@ -34,6 +35,7 @@ from lineage.cli.store import (
     UnknownNode,
     parse_tag,
     parse_time,
+    shown_value,
 )
 from lineage.serve import errors, marquez
 from lineage.serve.auth import ApiKeys
@@ -104,10 +106,13 @@ def _int(request: web.Request, name: str, default: int | None, minimum: int = 1)
         return default
     try:
         value = int(text)
-    except ValueError:
-        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be an integer, got {text!r}") from None
+    except ValueError:  # not digits, or more than int()'s 4,300
+        message = f"{name} must be an integer, got {shown_value(text)}"
+        raise errors.ApiError(400, BAD_PARAMETER, message) from None
     if value < minimum:
-        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be >= {minimum}, got {value}")
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be >= {minimum}, got {shown_value(text)}")
+    if value > MAX_INT:  # beyond 64 bits: the JSON encoder (which echoes depth) and Arrow overflow
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be <= {MAX_INT}, got {shown_value(text)}")
     return value
 
 
@@ -130,8 +135,14 @@ def _required(request: web.Request, name: str) -> str:
 
 
 def _time(request: web.Request, name: str = "as_of") -> datetime | None:
+    """A time parameter (:func:`parse_time`); a bad or out-of-range one is a 400 naming the parameter."""
     text = request.query.get(name)
-    return parse_time(text) if text else None
+    if not text:
+        return None
+    try:
+        return parse_time(text)
+    except LookupError_ as exc:
+        raise errors.ApiError(400, BAD_PARAMETER, f"{name}: {exc}") from None
 
 
 def _choice(request: web.Request, name: str, choices: tuple[str, ...]) -> str:
