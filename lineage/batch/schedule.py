@@ -21,7 +21,7 @@ from lineage.batch.build import has_new_events
 from lineage.instrument import observed_build
 from lineage.io.lease import LakeBusy
 from lineage.settings import Settings
-from lineage.stopping import StopRequest, stopped_during
+from lineage.stopping import StopRequest
 
 log = logging.getLogger(__name__)
 
@@ -45,33 +45,41 @@ def build_every(
     (``now``: a fixed reference time for every build's liveness, for reproducible runs; default: the time
     of each build).
 
+    A stop that comes while the loop waits or checks for new snapshots ends it here (no build was running);
+    one that comes during a build ends that build at its next step boundary.
+
     Raises:
         JobStopped: the stop came during a build (the build's own line says after which step).
         BuildError: the lake cannot be built at all (e.g. the last build's raw snapshot was expired).
     """
     result = ContinuousResult()
-    with stopped_during(stop, "the check for new raw snapshots"):
-        while not stop.requested:
-            tick = time.monotonic()
-            if has_new_events(spark, settings):
-                try:
-                    built = observed_build(spark, settings, now=now, stop=stop)
-                except LakeBusy as exc:
-                    result.busy += 1
-                    log.warning("%s; trying again in %.0f s", exc, seconds)
-                else:
-                    if built.mode != "noop":
-                        result.builds += 1
-                        result.events += built.new_events
-                        log.info(
-                            "build %d: %s, %d new events, raw snapshot %s, %.1f s",
-                            result.builds,
-                            built.mode,
-                            built.new_events,
-                            built.raw_snapshot_id,
-                            built.seconds,
-                        )
-                # What a build cached or checkpointed is not needed by the next one.
-                spark.catalog.clearCache()
-            stop.wait(max(0.0, seconds - (time.monotonic() - tick)))
+    while not stop.requested:
+        tick = time.monotonic()
+        try:
+            fresh = has_new_events(spark, settings)
+        except Exception:
+            if stop.requested:  # the stop cancelled the check itself: no build was running
+                break
+            raise
+        if fresh and not stop.requested:
+            try:
+                built = observed_build(spark, settings, now=now, stop=stop)
+            except LakeBusy as exc:
+                result.busy += 1
+                log.warning("%s; trying again in %.0f s", exc, seconds)
+            else:
+                if built.mode != "noop":
+                    result.builds += 1
+                    result.events += built.new_events
+                    log.info(
+                        "build %d: %s, %d new events, raw snapshot %s, %.1f s",
+                        result.builds,
+                        built.mode,
+                        built.new_events,
+                        built.raw_snapshot_id,
+                        built.seconds,
+                    )
+            # What a build cached or checkpointed is not needed by the next one.
+            spark.catalog.clearCache()
+        stop.wait(max(0.0, seconds - (time.monotonic() - tick)))
     return result
