@@ -242,6 +242,7 @@ def _wait_for_rows(settings: Settings, topic: str, process: subprocess.Popen[byt
     return seen
 
 
+JVM_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|ERROR|INFO) ")
 DONE = re.compile(
     r"done: (?P<batches>\d+) batches, (?P<read>\d+) messages read, (?P<landed>\d+) landed, "
     r"(?P<rejected>\d+) rejected, (?P<already>\d+) already landed"
@@ -255,8 +256,10 @@ def _stopped_cleanly(process: subprocess.Popen[bytes], signum: signal.Signals) -
     output = process.communicate(timeout=120)[0].decode()
     assert process.returncode == 0, output[-3000:]
     assert "reentrant" not in output and "Py4JNetworkError" not in output, output[-3000:]
-    last = [line for line in output.splitlines() if line.strip()][-1]
-    match = DONE.search(last)
+    # Spark's JVM may still log a line of its own after ours (e.g. "Failed to cancel job group"): the last
+    # line of ours is the summary.
+    ours = [line for line in output.splitlines() if line.strip() and not JVM_LOG_LINE.match(line)]
+    match = DONE.search(ours[-1])
     assert match, output[-3000:]
     return {name: int(value) for name, value in match.groupdict().items()}
 
