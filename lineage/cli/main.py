@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from lineage.cli import output
+from lineage.cli.sql import sql_command
 from lineage.cli.store import (
     BOTH,
     DATASET,
@@ -354,6 +355,9 @@ def graph(
 
 class SendFailed(Exception):
     """Sending an event or writing a file failed (exit 1)."""
+
+
+cli.add_command(sql_command)
 
 
 # -- JSON shapes -------------------------------------------------------------------------------------------
