@@ -206,7 +206,11 @@ class LineageStore:
 
     def table(self, table: str) -> Any:
         """The pyiceberg table ``lineage.<table>`` at its current metadata."""
-        ident = (self.settings.catalog.lineage_namespace, table)
+        return self.open_table(self.settings.catalog.lineage_namespace, table)
+
+    def open_table(self, namespace: str, table: str) -> Any:
+        """The pyiceberg table ``<namespace>.<table>`` (``raw.events`` too) at its current metadata."""
+        ident = (namespace, table)
         try:
             loaded = self._embedded_table(ident) if self.settings.catalog.embedded else None
             if loaded is None:
@@ -218,6 +222,33 @@ class LineageStore:
                 raise LookupError_(_missing_table(self.settings.catalog.name, ident)) from exc
             raise LookupError_(f"cannot read {'.'.join(ident)}: {_first_line(exc)}") from exc
         return loaded
+
+    def scan_table(
+        self,
+        namespace: str,
+        table: str,
+        columns: Sequence[str] | None = None,
+        row_filter: Any = None,
+        as_of: datetime | None = None,
+    ) -> Any:
+        """Arrow rows of ``<namespace>.<table>``, read from Iceberg whatever this store holds in memory:
+        at its snapshot as of ``as_of`` (Iceberg time travel by commit time; empty if it had none yet), or
+        its current one. For the tables the read index does not hold (schema history, raw events)."""
+        loaded = self.open_table(namespace, table)
+        kwargs: dict[str, Any] = {}
+        if columns:
+            kwargs["selected_fields"] = tuple(columns)
+        if row_filter is not None:
+            kwargs["row_filter"] = row_filter
+        if as_of is not None:
+            pinned = loaded.snapshot_as_of_timestamp(round(as_of.timestamp() * 1000), inclusive=True)
+            if pinned is None:
+                from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+                empty = schema_to_pyarrow(loaded.schema()).empty_table()
+                return empty.select(list(columns)) if columns else empty
+            kwargs["snapshot_id"] = pinned.snapshot_id
+        return loaded.scan(**kwargs).to_arrow()
 
     def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
         loaded = self.table(table)

@@ -8,9 +8,15 @@ dataset, ``transformationSubtypes`` of a column edge.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import json
 import re
-from datetime import datetime
+import threading
+import uuid
+import weakref
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from lineage.cli.store import DATASET, WHOLE_DATASET, LookupError_, Node, UnknownNode
@@ -139,14 +145,24 @@ def _job_io(store: IndexedStore, namespace: str, name: str) -> tuple[list[dict],
 
 
 def run_json(store: IndexedStore, row: dict[str, Any]) -> dict[str, Any]:
-    """Marquez's ``Run`` (+ ``inferredState``, ``livenessReason``, ``errorMessage``, parent run)."""
+    """Marquez's ``Run`` (+ ``inferredState``, ``livenessReason``, ``errorMessage``, parent run).
+
+    Each input and output is a dataset version (``inputDatasetVersions``/``outputDatasetVersions``): the
+    version of the dataset's schema history in effect when the run first touched it.
+    """
     duration = row.get("duration_seconds")
     inputs: list[dict] = []
     outputs: list[dict] = []
     for io in store.run_datasets(row["run_id"]):
         ref = _dataset_ref(store, io["dataset_id"])
         if ref is not None:
-            (inputs if io["direction"] == "input" else outputs).append({**ref, "version": None})
+            version = version_at(store, io["dataset_id"], io.get("first_seen"))
+            entry = {"datasetVersionId": {**ref, "version": version}, "facets": {}}
+            (inputs if io["direction"] == "input" else outputs).append(entry)
+
+    def ordered(entries: list[dict]) -> list[dict]:
+        return sorted(entries, key=lambda e: tuple(e["datasetVersionId"][k] for k in ("namespace", "name")))
+
     return {
         "id": row["run_id"],
         "createdAt": iso(row.get("started_at") or row.get("last_event_at")),
@@ -159,8 +175,8 @@ def run_json(store: IndexedStore, row: dict[str, Any]) -> dict[str, Any]:
         "durationMs": None if duration is None else int(duration * 1000),
         "args": {},
         "jobVersion": {"namespace": row["job_namespace"], "name": row["job_name"], "version": None},
-        "inputVersions": sorted(inputs, key=lambda r: (r["namespace"], r["name"])),
-        "outputVersions": sorted(outputs, key=lambda r: (r["namespace"], r["name"])),
+        "inputDatasetVersions": ordered(inputs),
+        "outputDatasetVersions": ordered(outputs),
         "context": {},
         "facets": {},
         # ours, beyond the spec
@@ -173,7 +189,12 @@ def run_json(store: IndexedStore, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
-    """Marquez's ``Job`` (+ ``latestRunInferredState``, ``parentJob``)."""
+    """Marquez's ``Job`` (+ ``latestRunInferredState``, ``integration``, ``processingType``).
+
+    ``tags`` is always a list (Marquez's web UI reads it unconditionally); ``latestRuns`` is left out
+    when the job has no run (the UI's job cards take an empty list for a run to draw) and holds the
+    latest run otherwise.
+    """
     job = store.jobs.get((node.namespace, node.name), {})
     summary = store.job_summary.get((node.namespace, node.name), {})
     inputs, outputs = _job_io(store, node.namespace, node.name)
@@ -185,7 +206,8 @@ def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
             latest = None
     processing = (job.get("processing_type") or "").upper()
     parent = job.get("parent_job_name")
-    return {
+    parent_namespace = job.get("parent_job_namespace") or node.namespace
+    answer: dict[str, Any] = {
         "id": {"namespace": node.namespace, "name": node.name},
         "type": "STREAM" if processing == "STREAMING" else "BATCH",
         "name": node.name,
@@ -202,20 +224,172 @@ def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
         "facets": {},
         "currentVersion": None,
         "parentJobName": parent,
+        "parentJobUuid": None if parent is None else job_uuid(parent_namespace, parent),
+        "tags": tag_names(job.get("tags")),
         # ours
         "latestRunInferredState": summary.get("last_run_state"),
         "integration": job.get("integration"),
         "processingType": job.get("processing_type"),
     }
+    if latest is not None:
+        answer["latestRuns"] = [latest]
+    return answer
+
+
+# Stable ids for what Marquez keys by UUID and our model keys by name: the same name gives the same id
+# in every build and every process.
+_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "urn:lineage-lakehouse:read-api")
+
+
+def job_uuid(namespace: str, name: str) -> str:
+    return str(uuid.uuid5(_IDS, f"job\x00{namespace}\x00{name}"))
+
+
+def dataset_version_id(dataset_id: str, version: int) -> str:
+    """The UUID of version ``version`` of a dataset's schema history (0: a dataset with no schema)."""
+    return str(uuid.uuid5(_IDS, f"dataset-version\x00{dataset_id}\x00{version}"))
+
+
+def tag_names(tags: Iterable[dict] | None) -> list[str]:
+    """Our tags (key, value, source) as Marquez's tag names: ``KEY``, or ``KEY=VALUE`` (as ``--tag``)."""
+    names = set()
+    for tag in tags or ():
+        key = str(tag.get("key") or "").strip()
+        if key:
+            value = tag.get("value")
+            names.add(f"{key}={value}" if value not in (None, "") else key)
+    return sorted(names)
+
+
+# -- answers a store works out once (schema history, column edges by target) ------------------------------
+_DERIVED: weakref.WeakKeyDictionary[IndexedStore, dict[str, Any]] = weakref.WeakKeyDictionary()
+_DERIVED_LOCK = threading.Lock()
+
+
+def _derived(store: IndexedStore, name: str, build: Callable[[], Any]) -> Any:
+    """``build()`` once per store (an index is replaced whole by a newer build, so nothing goes stale)."""
+    with _DERIVED_LOCK:
+        slot = _DERIVED.setdefault(store, {})
+        if name in slot:
+            return slot[name]
+    value = build()
+    with _DERIVED_LOCK:
+        return _DERIVED[store].setdefault(name, value)
+
+
+def schema_history(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
+    """dataset id -> its ``lineage.dataset_schemas`` rows, oldest version first.
+
+    Read from the store when it holds the table, else from Iceberg as of the store's build (the same
+    snapshot its other tables were read at); a lake built before the table existed has none.
+    """
+
+    def load() -> dict[str, list[dict[str, Any]]]:
+        try:
+            table = store.arrow("dataset_schemas")
+        except LookupError_:
+            mark = getattr(store, "build", None)
+            as_of = None if mark is None else mark.committed_at
+            try:
+                table = store.scan_table(
+                    store.settings.catalog.lineage_namespace, "dataset_schemas", as_of=as_of
+                )
+            except LookupError_:
+                return {}
+        from lineage.cli.store import python_rows
+
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in python_rows(table):
+            found.setdefault(row["dataset_id"], []).append(row)
+        for rows in found.values():
+            rows.sort(key=lambda r: r["version"])
+        return found
+
+    return _derived(store, "schema_history", load)
+
+
+def version_at(store: IndexedStore, dataset_id: str, at: Any) -> str:
+    """The dataset version in effect at ``at``: the newest schema version first seen by then (the first
+    one when ``at`` precedes them all, 0 for a dataset without schema history)."""
+    rows = schema_history(store).get(dataset_id, [])
+    chosen = rows[0]["version"] if rows else 0
+    for row in rows:
+        if at is not None and row.get("first_seen") is not None and row["first_seen"] <= at:
+            chosen = row["version"]
+    return dataset_version_id(dataset_id, chosen)
+
+
+def _edges_into(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
+    """target dataset id -> the column edges into it (field to field only)."""
+
+    def load() -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for edge in store.column_edge_rows:
+            if _is_field(edge["source_field"]) and _is_field(edge["target_field"]):
+                found.setdefault(edge["target_dataset_id"], []).append(edge)
+        return found
+
+    return _derived(store, "edges_into", load)
+
+
+def _is_field(name: str | None) -> bool:
+    """A real column (a dataset-level edge has no field on one side: no node of Marquez's graph)."""
+    return bool(name) and name != WHOLE_DATASET
+
+
+def _kind(edge: dict[str, Any]) -> str:
+    return "DIRECT" if edge.get("is_direct") else "INDIRECT"
+
+
+def dataset_column_lineage(store: IndexedStore, node: Node) -> list[dict[str, Any]] | None:
+    """The dataset's ``columnLineage`` as Marquez's UI reads it (None when no field has any)."""
+    by_field: dict[str, list[dict[str, Any]]] = {}
+    for edge in _edges_into(store).get(node.dataset_id or "", ()):
+        by_field.setdefault(edge["target_field"], []).append(edge)
+    if not by_field:
+        return None
+    answer = []
+    for field_name, edges in sorted(by_field.items()):
+        inputs: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for edge in edges:
+            source = store.dataset_nodes.get(edge["source_dataset_id"])
+            if source is not None:
+                key = (source.namespace, source.name, edge["source_field"])
+                entry = inputs.setdefault(
+                    key,
+                    {
+                        "namespace": source.namespace,
+                        "dataset": source.name,
+                        "field": edge["source_field"],
+                        "transformationDescription": None,
+                        "transformationType": _kind(edge),
+                    },
+                )
+                if _kind(edge) == "DIRECT":
+                    entry["transformationType"] = "DIRECT"
+        kinds = {entry["transformationType"] for entry in inputs.values()}
+        answer.append(
+            {
+                "name": field_name,
+                "inputFields": [inputs[k] for k in sorted(inputs)],
+                "transformationDescription": None,
+                "transformationType": "DIRECT" if "DIRECT" in kinds else "INDIRECT",
+            }
+        )
+    return answer
+
+
+def _fields(schema: Iterable[dict] | None) -> list[dict[str, Any]]:
+    return [
+        {"name": f["name"], "type": f.get("type"), "tags": [], "description": f.get("description")}
+        for f in (schema or [])
+    ]
 
 
 def dataset_json(store: IndexedStore, node: Node) -> dict[str, Any]:
     """Marquez's ``Dataset`` with its fields (+ ``aliases``: every other name it was reported under)."""
     row = store.datasets.get(node.dataset_id or "", {})
-    fields = [
-        {"name": f["name"], "type": f.get("type"), "tags": [], "description": f.get("description")}
-        for f in (row.get("schema_fields") or [])
-    ]
+    fields = _fields(row.get("schema_fields"))
     aliases = sorted(
         (
             {"namespace": a["alias_namespace"], "name": a["alias_name"], "kind": a["alias_kind"]}
@@ -235,13 +409,14 @@ def dataset_json(store: IndexedStore, node: Node) -> dict[str, Any]:
         "namespace": node.namespace,
         "sourceName": node.namespace,
         "fields": fields,
-        "tags": [],
+        "tags": tag_names(row.get("tags")),
         "lastModifiedAt": None,
         "lastLifecycleState": None,
         "description": None,
         "facets": {},
         "currentVersion": None,
         "deleted": False,
+        "columnLineage": dataset_column_lineage(store, node),
         # ours
         "aliases": aliases,
     }
@@ -282,17 +457,16 @@ def column_lineage(
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph: one ``DATASET_FIELD`` node per field, ``inputFields`` per node.
 
-    ``depth`` counts column edges (each crosses one job), as Marquez's column lineage does.
+    ``depth`` counts column edges (each crosses one job), as Marquez's column lineage does. Edges follow
+    Marquez's convention: every edge of a node starts at the node itself (``origin``); ``inEdges`` lead to
+    the fields it is computed from, ``outEdges`` to the fields computed from it. Dataset-level edges (a
+    filter or join key that affects every row, no one field) make no node: Marquez's graph has none.
     """
     direction = "both" if with_downstream else "upstream"
     walk = store.traverse(root, direction, 2 * depth, columns=True, field_name=field)
     fields: dict[tuple[str, str], dict[str, Any]] = {}
-    in_edges: dict[tuple[str, str], list[dict]] = {}
-    out_edges: dict[tuple[str, str], list[dict]] = {}
-
-    def node_of(dataset_id: str, name: str | None) -> tuple[Node, str] | None:
-        ds = store.dataset_nodes.get(dataset_id)
-        return None if ds is None else (ds, name or WHOLE_DATASET)
+    upstream: dict[tuple[str, str], set[str]] = {}
+    downstream: dict[tuple[str, str], set[str]] = {}
 
     def entry(ds: Node, name: str) -> dict[str, Any]:
         key = (ds.dataset_id or "", name)
@@ -316,35 +490,35 @@ def column_lineage(
         return fields[key]
 
     for edge in walk.column_edges:
-        source = node_of(edge["source_dataset_id"], edge["source_field"])
-        target = node_of(edge["target_dataset_id"], edge["target_field"])
+        if not (_is_field(edge["source_field"]) and _is_field(edge["target_field"])):
+            continue
+        source = store.dataset_nodes.get(edge["source_dataset_id"])
+        target = store.dataset_nodes.get(edge["target_dataset_id"])
         if source is None or target is None:
             continue
-        src, dst = entry(*source), entry(*target)
-        subtypes = list(edge.get("subtypes") or [])
-        kind = "DIRECT" if edge.get("is_direct") else "INDIRECT"
+        src, dst = entry(source, edge["source_field"]), entry(target, edge["target_field"])
+        kind = _kind(edge)
         dst["data"]["inputFields"].append(
             {
-                "namespace": source[0].namespace,
-                "dataset": source[0].name,
+                "namespace": source.namespace,
+                "dataset": source.name,
                 "datasetVersion": None,
-                "field": source[1],
+                "field": edge["source_field"],
                 "transformationDescription": None,
                 "transformationType": kind,
                 # ours
-                "transformationSubtypes": subtypes,
+                "transformationSubtypes": list(edge.get("subtypes") or []),
                 "job": {"namespace": edge["job_namespace"], "name": edge["job_name"]},
             }
         )
         if dst["data"]["transformationType"] is None or kind == "DIRECT":
             dst["data"]["transformationType"] = kind
-        link = {"origin": src["id"], "destination": dst["id"]}
-        out_edges.setdefault((source[0].dataset_id or "", source[1]), []).append(link)
-        in_edges.setdefault((target[0].dataset_id or "", target[1]), []).append(link)
+        upstream.setdefault((target.dataset_id or "", edge["target_field"]), set()).add(src["id"])
+        downstream.setdefault((source.dataset_id or "", edge["source_field"]), set()).add(dst["id"])
     graph = []
     for key, node in sorted(fields.items(), key=lambda item: item[1]["id"]):
-        node["inEdges"] = sorted(in_edges.get(key, []), key=lambda e: e["origin"])
-        node["outEdges"] = sorted(out_edges.get(key, []), key=lambda e: e["destination"])
+        node["inEdges"] = [{"origin": node["id"], "destination": d} for d in sorted(upstream.get(key, ()))]
+        node["outEdges"] = [{"origin": node["id"], "destination": d} for d in sorted(downstream.get(key, ()))]
         node["data"]["inputFields"].sort(key=lambda f: (f["namespace"], f["dataset"], f["field"]))
         graph.append(node)
     return {"graph": graph}
@@ -489,22 +663,52 @@ def like(pattern: str) -> Like:
     return Like(pattern)
 
 
-def search(store: IndexedStore, q: str, what: str | None, sort: str, limit: int) -> dict[str, Any]:
-    """Marquez's ``SearchResultList`` over job and dataset names (canonical and aliases)."""
+# Search sorts, case-insensitive: Marquez's web UI sends UPDATE_AT.
+SEARCH_SORTS = {"name": "name", "updated_at": "updated_at", "update_at": "updated_at"}
+
+
+def search(
+    store: IndexedStore,
+    q: str,
+    what: str | None,
+    sort: str,
+    limit: int,
+    *,
+    namespace: str | None = None,
+    before: datetime | None = None,
+    after: datetime | None = None,
+) -> dict[str, Any]:
+    """Marquez's ``SearchResultList`` over job and dataset names (canonical and aliases).
+
+    ``namespace`` keeps the results of that namespace; ``after`` those updated at or after it, ``before``
+    those updated before it (a result with no update time is left out by either). ``totalCount`` counts
+    every match, ``results`` holds the first ``limit`` (0: none).
+    """
     pattern = like(q)
     results: dict[str, dict[str, Any]] = {}
+
+    def wanted(node_namespace: str, updated: Any) -> bool:
+        if namespace is not None and node_namespace != namespace:
+            return False
+        if before is not None and (updated is None or updated >= before):
+            return False
+        return after is None or (updated is not None and updated >= after)
+
     if what in (None, "job"):
-        for (namespace, name), job in store.jobs.items():
-            if pattern.search(f"{namespace}/{name}"):  # a match in the name is one in namespace/name
-                node = store.job_node(namespace, name)
+        for (job_namespace, name), job in store.jobs.items():
+            if wanted(job_namespace, job.get("last_seen")) and pattern.search(f"{job_namespace}/{name}"):
+                node = store.job_node(job_namespace, name)
                 results[marquez_id(node)] = _hit("JOB", node, job.get("last_seen"))
     if what in (None, "dataset"):
-        for (namespace, name), node in store.by_marquez_name.items():
-            if node.kind == DATASET and pattern.search(f"{namespace}/{name}"):
-                row = store.datasets.get(node.dataset_id or "", {})
+        for (alias_namespace, name), node in store.by_marquez_name.items():
+            if node.kind != DATASET:
+                continue
+            row = store.datasets.get(node.dataset_id or "", {})
+            # the namespace filter applies to the dataset as answered (its canonical namespace)
+            if wanted(node.namespace, row.get("last_seen")) and pattern.search(f"{alias_namespace}/{name}"):
                 results[marquez_id(node)] = _hit("DATASET", node, row.get("last_seen"))
     ordered = sorted(results.values(), key=lambda r: r["name"])
-    if sort == "updated_at":
+    if SEARCH_SORTS.get(sort, sort) == "updated_at":
         ordered.sort(key=lambda r: r["updatedAt"] or "", reverse=True)
     return {"totalCount": len(ordered), "results": ordered[:limit]}
 
@@ -517,3 +721,246 @@ def _hit(kind: str, node: Node, updated: Any) -> dict[str, Any]:
         "namespace": node.namespace,
         "nodeId": marquez_id(node),
     }
+
+
+# -- the rest of Marquez's reads: sources, tags, dataset versions, run facets, events, statistics ----------
+def _scheme(namespace: str) -> str:
+    scheme, sep, _ = namespace.partition("://")
+    return scheme.upper() if sep and scheme else "UNKNOWN"
+
+
+def sources(store: IndexedStore) -> list[dict[str, Any]]:
+    """Marquez's ``Source`` per dataset namespace (our datasets' ``sourceName`` is their namespace)."""
+    spans: dict[str, list[Any]] = {}
+    for row in store.datasets.values():
+        span = spans.setdefault(row["namespace"], [row.get("first_seen"), row.get("last_seen")])
+        first, last = row.get("first_seen"), row.get("last_seen")
+        if first is not None and (span[0] is None or first < span[0]):
+            span[0] = first
+        if last is not None and (span[1] is None or last > span[1]):
+            span[1] = last
+    return [
+        {
+            "type": _scheme(name),
+            "name": name,
+            "createdAt": iso(first),
+            "updatedAt": iso(last),
+            "connectionUrl": name,
+            "description": None,
+        }
+        for name, (first, last) in sorted(spans.items())
+    ]
+
+
+def tags(store: IndexedStore) -> list[dict[str, Any]]:
+    """Every tag name a job or dataset carries (:func:`tag_names`), as Marquez's ``Tag``."""
+    names: set[str] = set()
+    for job in store.jobs.values():
+        names.update(tag_names(job.get("tags")))
+    for row in store.datasets.values():
+        names.update(tag_names(row.get("tags")))
+    return [{"name": name, "description": None} for name in sorted(names)]
+
+
+def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
+    """Marquez's ``DatasetVersion`` per version of the dataset's schema history, newest first.
+
+    A dataset never reported with a schema has one version (0) with no fields, created when first seen.
+    """
+    row = store.datasets.get(node.dataset_id or "", {})
+    history = schema_history(store).get(node.dataset_id or "") or [
+        {"version": 0, "schema_fields": [], "first_seen": row.get("first_seen"), "first_run_id": None}
+    ]
+    answer = []
+    for entry in reversed(history):
+        version = dataset_version_id(node.dataset_id or "", entry["version"])
+        created_by = None
+        if entry.get("first_run_id"):
+            try:
+                created_by = run_json(store, store.run(entry["first_run_id"]))
+            except LookupError_:
+                created_by = None
+        answer.append(
+            {
+                "id": {"namespace": node.namespace, "name": node.name, "version": version},
+                "type": "STREAM" if node.namespace.startswith(STREAM_SCHEMES) else "DB_TABLE",
+                "name": node.name,
+                "physicalName": node.name,
+                "createdAt": iso(entry.get("first_seen")),
+                "version": version,
+                "namespace": node.namespace,
+                "sourceName": node.namespace,
+                "fields": _fields(entry.get("schema_fields")),
+                "tags": tag_names(row.get("tags")),
+                "lifecycleState": None,
+                "description": None,
+                "createdByRun": created_by,
+                "facets": {},
+                # ours
+                "schemaVersion": entry["version"],
+                "lastSeenAt": iso(entry.get("last_seen")),
+            }
+        )
+    return answer
+
+
+def _expressions() -> Any:
+    """pyiceberg's row filter expressions (typed loosely: their stubs are pydantic)."""
+    import pyiceberg.expressions
+
+    return pyiceberg.expressions
+
+
+def _raw(store: IndexedStore, columns: tuple[str, ...], row_filter: Any) -> Any:
+    """Rows of ``raw.events`` (the events as landed, secrets redacted), read from Iceberg."""
+    return store.scan_table(store.settings.catalog.raw_namespace, "events", columns, row_filter)
+
+
+def run_facets(store: IndexedStore, run_id: str, kind: str) -> dict[str, Any]:
+    """Marquez's ``FacetsResult``: the run's (``kind`` run) or its job's (``job``) facets, merged over
+    its events in event time order (a later event's facet of a name replaces an earlier one's)."""
+    row = store.run(run_id)
+    ex = _expressions()
+    ids = sorted({row["run_id"], row["run_id"].lower(), row["run_id"].upper()})
+    table = _raw(store, ("event_time", "kafka_partition", "kafka_offset", "event_json"), ex.In("run_id", ids))
+    facets: dict[str, Any] = {}
+    events = sorted(
+        table.to_pylist(), key=lambda r: (r["event_time"], r["kafka_partition"] or 0, r["kafka_offset"] or 0)
+    )
+    for event in events:
+        try:
+            body = json.loads(event["event_json"])
+        except (TypeError, ValueError):
+            continue
+        found = (body.get(kind) or {}).get("facets") if isinstance(body, dict) else None
+        if isinstance(found, dict):
+            facets.update(found)
+    return {"runId": row["run_id"], "facets": facets}
+
+
+def lineage_events(
+    store: IndexedStore,
+    *,
+    before: datetime | None,
+    after: datetime | None,
+    limit: int,
+    offset: int,
+    descending: bool,
+) -> dict[str, Any]:
+    """Marquez's ``LineageEventList`` from ``raw.events``: the events with ``after`` <= event time <=
+    ``before``, in event time order (newest first unless ascending), ``totalCount`` all of them.
+
+    Only the cheap columns of the range are read to order and count; the events' JSON only for the page.
+    """
+    ex = _expressions()
+    window: Any = ex.AlwaysTrue()
+    if after is not None:
+        window = ex.And(window, ex.GreaterThanOrEqual("event_time", after.isoformat()))
+    if before is not None:
+        window = ex.And(window, ex.LessThanOrEqual("event_time", before.isoformat()))
+    keys = ("event_time", "kafka_topic", "kafka_partition", "kafka_offset")
+    table = _raw(store, keys, window)
+    rows = sorted(
+        zip(*(table.column(c).to_pylist() for c in keys), strict=True),
+        key=lambda r: (r[0], r[1] or "", r[2] or 0, r[3] or 0),
+        reverse=descending,
+    )
+    chosen = rows[offset : offset + limit]
+    events: list[Any] = []
+    if chosen:
+        wanted = {(r[1], r[2], r[3]) for r in chosen}
+        times = [r[0] for r in chosen]
+        page_window = ex.And(
+            ex.GreaterThanOrEqual("event_time", min(times).isoformat()),
+            ex.LessThanOrEqual("event_time", max(times).isoformat()),
+        )
+        partitions = {r[2] for r in chosen}
+        if len(partitions) == 1:
+            page_window = ex.And(page_window, ex.EqualTo("kafka_partition", next(iter(partitions))))
+        page_rows = _raw(store, (*keys, "event_json"), page_window).to_pylist()
+        bodies = {
+            (r["kafka_topic"], r["kafka_partition"], r["kafka_offset"]): r["event_json"]
+            for r in page_rows
+            if (r["kafka_topic"], r["kafka_partition"], r["kafka_offset"]) in wanted
+        }
+        for r in chosen:
+            text = bodies.get((r[1], r[2], r[3]))
+            try:
+                events.append(json.loads(text) if text is not None else None)
+            except ValueError:
+                events.append(None)
+    return {"events": [e for e in events if e is not None], "totalCount": len(rows)}
+
+
+PERIODS = ("DAY", "WEEK")
+
+
+def intervals(period: str, zone: tzinfo, now: datetime | None = None) -> list[tuple[datetime, datetime]]:
+    """The buckets of a statistics answer: the last 24 hours by the hour (``DAY``, the current hour
+    last) or the last 7 days by the day in ``zone`` (``WEEK``, today last)."""
+    now = (now or datetime.now(UTC)).astimezone(zone)
+    if period == "DAY":
+        end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+        starts = [end - timedelta(hours=24 - i) for i in range(24)]
+        return [(s.astimezone(UTC), (s + timedelta(hours=1)).astimezone(UTC)) for s in starts]
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [(today - timedelta(days=6 - i)).date() for i in range(7)]
+    buckets = []
+    for day in days:
+        start = datetime(day.year, day.month, day.day, tzinfo=zone)
+        following = day + timedelta(days=1)
+        end = datetime(following.year, following.month, following.day, tzinfo=zone)
+        buckets.append((start.astimezone(UTC), end.astimezone(UTC)))
+    return buckets
+
+
+def event_stats(store: IndexedStore, buckets: list[tuple[datetime, datetime]]) -> list[dict[str, Any]]:
+    """Per bucket, how many run events of each terminal or starting type ``raw.events`` holds by event
+    time (Marquez's lineage-event metric: ``start``, ``complete``, ``fail``, ``abort``)."""
+    ex = _expressions()
+    first, last = buckets[0][0], buckets[-1][1]
+    window = ex.And(
+        ex.GreaterThanOrEqual("event_time", first.isoformat()), ex.LessThan("event_time", last.isoformat())
+    )
+    table = _raw(store, ("event_time", "event_type"), window)
+    counts = [dict.fromkeys(("START", "COMPLETE", "FAIL", "ABORT"), 0) for _ in buckets]
+    times, kinds = table.column("event_time").to_pylist(), table.column("event_type").to_pylist()
+    for at, kind in zip(times, kinds, strict=True):
+        for i, (start, end) in enumerate(buckets):
+            if start <= at < end and kind in counts[i]:
+                counts[i][kind] += 1
+                break
+    return [
+        {
+            "startInterval": iso(start),
+            "endInterval": iso(end),
+            "start": c["START"],
+            "complete": c["COMPLETE"],
+            "fail": c["FAIL"],
+            "abort": c["ABORT"],
+        }
+        for (start, end), c in zip(buckets, counts, strict=True)
+    ]
+
+
+def count_stats(firsts: Iterable[Any], buckets: list[tuple[datetime, datetime]]) -> list[dict[str, Any]]:
+    """Per bucket, how many of the things first seen at ``firsts`` existed by its end (cumulative)."""
+    seen = sorted(f for f in firsts if f is not None)
+    return [
+        {"startInterval": iso(start), "endInterval": iso(end), "count": bisect.bisect_left(seen, end)}
+        for start, end in buckets
+    ]
+
+
+def first_seen_of(store: IndexedStore, what: str) -> list[Any]:
+    """When each job, dataset or source (dataset namespace) was first seen."""
+    if what == "jobs":
+        return [job.get("first_seen") for job in store.jobs.values()]
+    if what == "datasets":
+        return [row.get("first_seen") for row in store.datasets.values()]
+    firsts: dict[str, Any] = {}
+    for row in store.datasets.values():
+        at = row.get("first_seen")
+        if at is not None and (row["namespace"] not in firsts or at < firsts[row["namespace"]]):
+            firsts[row["namespace"]] = at
+    return list(firsts.values())

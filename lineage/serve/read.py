@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
@@ -31,6 +32,7 @@ from lineage.cli.store import (
     VIA_DATASETS,
     VIA_DEPENDENCIES,
     LookupError_,
+    Node,
     Tag,
     UnknownNode,
     parse_tag,
@@ -114,6 +116,13 @@ def _int(request: web.Request, name: str, default: int | None, minimum: int = 1)
     if value > MAX_INT:  # beyond 64 bits: the JSON encoder (which echoes depth) and Arrow overflow
         raise errors.ApiError(400, BAD_PARAMETER, f"{name} must be <= {MAX_INT}, got {shown_value(text)}")
     return value
+
+
+def _paging(request: web.Request, default_limit: int = LIMIT) -> tuple[int, int]:
+    """``limit`` (0 answers no item, only ``totalCount``, as Marquez does) and ``offset``."""
+    limit = _int(request, "limit", default_limit, 0)
+    offset = _int(request, "offset", 0, 0)
+    return (default_limit if limit is None else limit), (offset or 0)
 
 
 def _bool(request: web.Request, name: str, default: bool) -> bool:
@@ -200,11 +209,11 @@ def _known_job(store: IndexedStore, key: tuple[str, str]) -> None:
 
 # -- Marquez ----------------------------------------------------------------------------------------------
 async def namespaces(request: web.Request) -> web.Response:
-    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+    limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
         found = marquez.namespace_list(store)["namespaces"]
-        return {"namespaces": marquez.page(found, limit or LIMIT, offset or 0), "totalCount": len(found)}
+        return {"namespaces": marquez.page(found, limit, offset), "totalCount": len(found)}
 
     return await _answer(request, work)
 
@@ -223,11 +232,11 @@ async def namespace(request: web.Request) -> web.Response:
 
 async def jobs(request: web.Request) -> web.Response:
     name = request.match_info["namespace"]
-    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+    limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
         keys = sorted(k for k in store.job_keys if k[0] == name)
-        chosen = marquez.page(keys, limit or LIMIT, offset or 0)
+        chosen = marquez.page(keys, limit, offset)
         listed = [marquez.job_json(store, store.job_node(*k)) for k in chosen]
         return {"jobs": listed, "totalCount": len(keys)}
 
@@ -246,12 +255,12 @@ async def job(request: web.Request) -> web.Response:
 
 async def job_runs(request: web.Request) -> web.Response:
     key = (request.match_info["namespace"], request.match_info["job"])
-    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+    limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
         _known_job(store, key)
         rows = store.runs(job=f"job:{key[0]}/{key[1]}")
-        chosen = marquez.page(rows, limit or LIMIT, offset or 0)
+        chosen = marquez.page(rows, limit, offset)
         return {"runs": [marquez.run_json(store, r) for r in chosen], "totalCount": len(rows)}
 
     return await _answer(request, work)
@@ -264,11 +273,11 @@ async def run(request: web.Request) -> web.Response:
 
 async def datasets(request: web.Request) -> web.Response:
     name = request.match_info["namespace"]
-    limit, offset = _int(request, "limit", LIMIT), _int(request, "offset", 0, 0)
+    limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
         nodes = sorted((n for n in store.dataset_nodes.values() if n.namespace == name), key=lambda n: n.name)
-        chosen = marquez.page(nodes, limit or LIMIT, offset or 0)
+        chosen = marquez.page(nodes, limit, offset)
         return {"datasets": [marquez.dataset_json(store, n) for n in chosen], "totalCount": len(nodes)}
 
     return await _answer(request, work)
@@ -278,10 +287,7 @@ async def dataset(request: web.Request) -> web.Response:
     namespace_name, name = request.match_info["namespace"], request.match_info["dataset"]
 
     def work(store: IndexedStore) -> Any:
-        node = store.dataset_named(namespace_name, name)
-        if node is None:
-            node = store.resolve(f"dataset:{namespace_name}/{name}")
-        return marquez.dataset_json(store, node)
+        return marquez.dataset_json(store, _dataset_node(store, namespace_name, name))
 
     return await _answer(request, work)
 
@@ -318,10 +324,173 @@ async def search(request: web.Request) -> web.Response:
     if what not in (None, "job", "dataset"):
         raise errors.ApiError(400, BAD_PARAMETER, f"filter must be job or dataset, got {what!r}")
     sort = request.query.get("sort", "name").lower()
-    if sort not in ("name", "updated_at"):
-        raise errors.ApiError(400, BAD_PARAMETER, f"sort must be name or updated_at, got {sort!r}")
-    limit = _int(request, "limit", 10) or 10
-    return await _answer(request, lambda store: marquez.search(store, q, what, sort, limit))
+    if sort not in marquez.SEARCH_SORTS:
+        choices = ", ".join(marquez.SEARCH_SORTS)
+        raise errors.ApiError(400, BAD_PARAMETER, f"sort must be one of {choices}, got {shown_value(sort)}")
+    limit, _ = _paging(request, 10)
+    namespace_name = request.query.get("namespace") or None
+    before, after = _time(request, "before"), _time(request, "after")
+
+    def work(store: IndexedStore) -> Any:
+        return marquez.search(
+            store, q, what, sort, limit, namespace=namespace_name, before=before, after=after
+        )
+
+    return await _answer(request, work)
+
+
+async def all_jobs(request: web.Request) -> web.Response:
+    """Every job of every namespace; ``lastRunStates`` (repeatable) keeps those whose latest run is in
+    one of these Marquez run states."""
+    limit, offset = _paging(request)
+    states = {s.upper() for text in request.query.getall("lastRunStates", []) for s in text.split(",") if s}
+    known = set(marquez.RUN_STATES.values()) | {"NEW"}
+    if states - known:
+        wrong = ", ".join(sorted(states - known))
+        raise errors.ApiError(
+            400, BAD_PARAMETER, f"lastRunStates must be among {', '.join(sorted(known))}, got {wrong}"
+        )
+
+    def work(store: IndexedStore) -> Any:
+        keys = sorted(store.job_keys)
+        if states:
+            keys = [
+                k
+                for k in keys
+                if marquez.RUN_STATES.get(store.job_summary.get(k, {}).get("last_run_reported_state") or "")
+                in states
+            ]
+        chosen = marquez.page(keys, limit, offset)
+        return {
+            "jobs": [marquez.job_json(store, store.job_node(*k)) for k in chosen],
+            "totalCount": len(keys),
+        }
+
+    return await _answer(request, work)
+
+
+async def sources(request: web.Request) -> web.Response:
+    limit, offset = _paging(request)
+
+    def work(store: IndexedStore) -> Any:
+        found = marquez.sources(store)
+        return {"sources": marquez.page(found, limit, offset), "totalCount": len(found)}
+
+    return await _answer(request, work)
+
+
+async def source(request: web.Request) -> web.Response:
+    name = request.match_info["source"]
+
+    def work(store: IndexedStore) -> Any:
+        for entry in marquez.sources(store):
+            if entry["name"] == name:
+                return entry
+        raise _unknown(f"source {name!r}")
+
+    return await _answer(request, work)
+
+
+async def tags(request: web.Request) -> web.Response:
+    limit, offset = _paging(request)
+
+    def work(store: IndexedStore) -> Any:
+        found = marquez.tags(store)
+        return {"tags": marquez.page(found, limit, offset), "totalCount": len(found)}
+
+    return await _answer(request, work)
+
+
+def _dataset_node(store: IndexedStore, namespace_name: str, name: str) -> Node:
+    node = store.dataset_named(namespace_name, name)
+    return node if node is not None else store.resolve(f"dataset:{namespace_name}/{name}")
+
+
+async def dataset_versions(request: web.Request) -> web.Response:
+    namespace_name, name = request.match_info["namespace"], request.match_info["dataset"]
+    limit, offset = _paging(request)
+
+    def work(store: IndexedStore) -> Any:
+        found = marquez.dataset_versions(store, _dataset_node(store, namespace_name, name))
+        return {"versions": marquez.page(found, limit, offset), "totalCount": len(found)}
+
+    return await _answer(request, work)
+
+
+async def dataset_version(request: web.Request) -> web.Response:
+    namespace_name, name = request.match_info["namespace"], request.match_info["dataset"]
+    version = request.match_info["version"].strip().lower()
+
+    def work(store: IndexedStore) -> Any:
+        node = _dataset_node(store, namespace_name, name)
+        for entry in marquez.dataset_versions(store, node):
+            if entry["version"] == version:
+                return entry
+        raise _unknown(f"version {version!r} of dataset {node.label}")
+
+    return await _answer(request, work)
+
+
+async def run_facets(request: web.Request) -> web.Response:
+    run_id = request.match_info["id"]
+    kind = _choice(request, "type", ("run", "job"))
+    return await _answer(request, lambda store: marquez.run_facets(store, run_id, kind))
+
+
+async def lineage_events(request: web.Request) -> web.Response:
+    limit, offset = _paging(request)
+    direction = (request.query.get("sortDirection") or "desc").lower()
+    if direction not in ("asc", "desc"):
+        raise errors.ApiError(
+            400, BAD_PARAMETER, f"sortDirection must be asc or desc, got {shown_value(direction)}"
+        )
+    before, after = _time(request, "before"), _time(request, "after")
+
+    def work(store: IndexedStore) -> Any:
+        return marquez.lineage_events(
+            store, before=before, after=after, limit=limit, offset=offset, descending=direction == "desc"
+        )
+
+    return await _answer(request, work)
+
+
+def _stats(what: str) -> Callable[[web.Request], Any]:
+    async def handler(request: web.Request) -> web.Response:
+        period = (request.query.get("period") or "").upper()
+        if period not in marquez.PERIODS:
+            raise errors.ApiError(
+                400, BAD_PARAMETER, f"period must be DAY or WEEK, got {shown_value(period)}"
+            )
+        zone_name = request.query.get("timezone") or ""
+        if period == "WEEK" and what == "lineage-events" and not zone_name:
+            raise errors.ApiError(400, BAD_PARAMETER, "timezone is required for period WEEK")
+        try:
+            zone = ZoneInfo(zone_name) if zone_name else UTC
+        except (ZoneInfoNotFoundError, ValueError):
+            raise errors.ApiError(400, BAD_PARAMETER, f"timezone: unknown {shown_value(zone_name)}") from None
+        buckets = marquez.intervals(period, zone)
+
+        def work(store: IndexedStore) -> Any:
+            if what == "lineage-events":
+                return marquez.event_stats(store, buckets)
+            return marquez.count_stats(marquez.first_seen_of(store, what), buckets)
+
+        return await _answer(request, work)
+
+    return handler
+
+
+READ_ONLY = "READ_ONLY"
+
+
+async def read_only(request: web.Request) -> web.Response:
+    """Marquez's writes (namespaces, sources, datasets, jobs, runs, tags by hand): not ours to take. The
+    model is built from OpenLineage events only; they come in through the intake (POST /api/v1/lineage)."""
+    message = (
+        f"{request.method} {request.path} is not supported: this read API is read-only "
+        "(lineage comes from OpenLineage events only: POST /api/v1/lineage or /api/v1/lineage/batch)"
+    )
+    raise errors.ApiError(405, READ_ONLY, message, headers={"Allow": "GET, HEAD"})
 
 
 # -- ours: the CLI's questions and JSON -------------------------------------------------------------------
@@ -408,12 +577,28 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("jobs", "/api/v1/namespaces/{namespace}/jobs", jobs),
         ("job", "/api/v1/namespaces/{namespace}/jobs/{job}", job),
         ("job_runs", "/api/v1/namespaces/{namespace}/jobs/{job}/runs", job_runs),
+        ("all_jobs", "/api/v1/jobs", all_jobs),
         ("run", "/api/v1/jobs/runs/{id}", run),
+        ("run_facets", "/api/v1/jobs/runs/{id}/facets", run_facets),
         ("datasets", "/api/v1/namespaces/{namespace}/datasets", datasets),
         ("dataset", "/api/v1/namespaces/{namespace}/datasets/{dataset}", dataset),
+        ("dataset_versions", "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions", dataset_versions),
+        (
+            "dataset_version",
+            "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions/{version}",
+            dataset_version,
+        ),
+        ("sources", "/api/v1/sources", sources),
+        ("source", "/api/v1/sources/{source}", source),
+        ("tags", "/api/v1/tags", tags),
         ("lineage", "/api/v1/lineage", lineage),
         ("column_lineage", "/api/v1/column-lineage", column_lineage),
         ("search", "/api/v1/search", search),
+        ("events", "/api/v1/events/lineage", lineage_events),
+        ("stats_events", "/api/v1/stats/lineage-events", _stats("lineage-events")),
+        ("stats_jobs", "/api/v1/stats/jobs", _stats("jobs")),
+        ("stats_datasets", "/api/v1/stats/datasets", _stats("datasets")),
+        ("stats_sources", "/api/v1/stats/sources", _stats("sources")),
         ("upstream", "/api/v2/upstream", _walk(UPSTREAM)),
         ("downstream", "/api/v2/downstream", _walk(DOWNSTREAM)),
         ("impact", "/api/v2/impact", impact),
@@ -421,6 +606,36 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("run_v2", "/api/v2/runs/{id}", run_v2),
         ("graph", "/api/v2/graph", graph),
     ]
+    resources: dict[str, Any] = {}
     for name, path, handler in routes:  # named, so /metrics counts them by endpoint (read_<name>)
-        app.router.add_get(path, handler, name=f"read_{name}")
+        resource = resources[path] = app.router.add_resource(path, name=f"read_{name}")
+        resource.add_route("HEAD", handler)
+        resource.add_route("GET", handler)
+    for i, (method, path) in enumerate(MARQUEZ_WRITES):
+        if path not in resources:
+            resources[path] = app.router.add_resource(path, name=f"read_only_{i}")
+        resources[path].add_route(method, read_only)
     return index
+
+
+# Marquez's write endpoints (its OpenAPI document), answered 405 READ_ONLY. POST /api/v1/lineage is the
+# intake's (lineage.serve.intake) and not listed.
+MARQUEZ_WRITES = (
+    ("PUT", "/api/v1/namespaces/{namespace}"),
+    ("DELETE", "/api/v1/namespaces/{namespace}"),
+    ("PUT", "/api/v1/sources/{source}"),
+    ("PUT", "/api/v1/namespaces/{namespace}/datasets/{dataset}"),
+    ("DELETE", "/api/v1/namespaces/{namespace}/datasets/{dataset}"),
+    ("POST", "/api/v1/namespaces/{namespace}/datasets/{dataset}/tags/{tag}"),
+    ("DELETE", "/api/v1/namespaces/{namespace}/datasets/{dataset}/tags/{tag}"),
+    ("POST", "/api/v1/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}"),
+    ("DELETE", "/api/v1/namespaces/{namespace}/datasets/{dataset}/fields/{field}/tags/{tag}"),
+    ("PUT", "/api/v1/namespaces/{namespace}/jobs/{job}"),
+    ("DELETE", "/api/v1/namespaces/{namespace}/jobs/{job}"),
+    ("POST", "/api/v1/namespaces/{namespace}/jobs/{job}/runs"),
+    ("POST", "/api/v1/jobs/runs/{id}/start"),
+    ("POST", "/api/v1/jobs/runs/{id}/complete"),
+    ("POST", "/api/v1/jobs/runs/{id}/fail"),
+    ("POST", "/api/v1/jobs/runs/{id}/abort"),
+    ("PUT", "/api/v1/tags/{tag}"),
+)

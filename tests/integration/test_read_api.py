@@ -126,7 +126,8 @@ def test_marquez_client_gets_runs_with_the_inferred_lost_state(client: MarquezCl
     assert stuck["inferredState"] == "LOST"  # what the build inferred
     assert stuck["jobVersion"]["name"] == "supplier-stats"
     assert {"namespace": KAFKA, "name": "orders"} in [
-        {"namespace": v["namespace"], "name": v["name"]} for v in stuck["inputVersions"]
+        {"namespace": v["datasetVersionId"]["namespace"], "name": v["datasetVersionId"]["name"]}
+        for v in stuck["inputDatasetVersions"]
     ]
 
 

@@ -169,7 +169,9 @@ def test_healthz_answers_while_a_read_is_worked_out(tmp_path: Path, monkeypatch:
     entered, release = threading.Event(), threading.Event()
     seen: dict[str, Any] = {}
 
-    def slow_search(store: IndexedStore, q: str, what: str | None, sort: str, limit: int) -> dict[str, Any]:
+    def slow_search(
+        store: IndexedStore, q: str, what: str | None, sort: str, limit: int, **_: Any
+    ) -> dict[str, Any]:
         seen["thread"] = threading.current_thread().name
         entered.set()
         seen["released"] = release.wait(10)  # on the event loop this would hold /healthz for 10 s
@@ -197,3 +199,58 @@ def test_healthz_answers_while_a_read_is_worked_out(tmp_path: Path, monkeypatch:
     assert took < 2
     assert seen == {"thread": seen["thread"], "released": True}
     assert seen["thread"].startswith("lineage-read")
+
+
+LAKE, TOTALS = quote("s3://lake", safe=""), quote("db/totals", safe="")
+
+
+def test_marquez_paging_search_sorts_and_the_ui_endpoints(tmp_path: Path) -> None:
+    """What Marquez's web UI and client send: ``limit=0``, ``sort=UPDATE_AT``, ``/api/v1/jobs`` with
+    ``lastRunStates``, tags, sources, dataset versions."""
+    answers = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            True,
+            ("/api/v1/namespaces?limit=0", {}),
+            ("/api/v1/search?q=o&sort=UPDATE_AT&limit=0", {}),
+            ("/api/v1/search?q=%25&namespace=etl&filter=JOB", {}),
+            ("/api/v1/jobs?lastRunStates=RUNNING", {}),
+            ("/api/v1/jobs?lastRunStates=FAILED", {}),
+            ("/api/v1/jobs?lastRunStates=STUCK", {}),
+            ("/api/v1/sources", {}),
+            ("/api/v1/tags", {}),
+            (f"/api/v1/namespaces/{LAKE}/datasets/{TOTALS}/versions", {}),
+            ("/api/v1/search?q=o&sort=size", {}),
+        )
+    )
+    statuses = [status for status, _ in answers]
+    assert statuses == [200] * 5 + [400] + [200] * 3 + [400]
+    assert answers[0][1] == {"namespaces": [], "totalCount": 3}
+    assert answers[1][1] == {"totalCount": 3, "results": []}
+    assert [r["nodeId"] for r in answers[2][1]["results"]] == ["job:etl:load"]
+    assert [j["name"] for j in answers[3][1]["jobs"]] == ["load"]  # its latest run reports RUNNING
+    assert answers[4][1] == {"jobs": [], "totalCount": 0}
+    assert [s["name"] for s in answers[6][1]["sources"]] == [KAFKA, "s3://lake"]
+    assert answers[7][1] == {"tags": [], "totalCount": 0}
+    assert [v["fields"][0]["type"] for v in answers[8][1]["versions"]] == ["double", "int"]
+
+
+def test_marquez_writes_are_refused_as_read_only(tmp_path: Path) -> None:
+    async def scenario() -> list[tuple[int, Any, str | None]]:
+        app = create_app(settings(tmp_path))
+        async with TestClient(TestServer(app)) as client:
+            app[READ].current = tiny_store()
+            answers = []
+            for method, path in (
+                ("PUT", "/api/v1/namespaces/etl"),
+                ("POST", "/api/v1/jobs/runs/11111111-1111-4111-8111-111111111111/complete"),
+                ("PUT", "/api/v1/tags/pii"),
+                ("DELETE", "/api/v1/namespaces/etl/jobs/load"),
+            ):
+                response = await client.request(method, path, json={})
+                answers.append((response.status, await response.json(), response.headers.get("Allow")))
+            return answers
+
+    for status, body, allow in asyncio.run(scenario()):
+        assert (status, body["error"]["code"], allow) == (405, "READ_ONLY", "GET, HEAD")
+        assert "read-only" in body["error"]["message"]

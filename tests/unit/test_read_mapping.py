@@ -72,6 +72,11 @@ def tiny_store() -> IndexedStore:
         [{"source_dataset_id": "d1", "source_field": "price", "target_dataset_id": "d2", "target_field": "total",
           "job_namespace": "etl", "job_name": "load", "subtypes": ["AGGREGATION"], "is_direct": True,
           "transformations": [{"type": "DIRECT", "subtype": "AGGREGATION", "description": None, "masking": False}],
+          "first_seen": T1},
+         # dataset-level: a filter on price affects every row of totals, no one field
+         {"source_dataset_id": "d1", "source_field": "price", "target_dataset_id": "d2", "target_field": None,
+          "job_namespace": "etl", "job_name": "load", "subtypes": ["FILTER"], "is_direct": False,
+          "transformations": [{"type": "INDIRECT", "subtype": "FILTER", "description": None, "masking": False}],
           "first_seen": T1}],
         [("source_dataset_id", pa.string()), ("source_field", pa.string()), ("target_dataset_id", pa.string()),
          ("target_field", pa.string()), ("job_namespace", pa.string()), ("job_name", pa.string()),
@@ -94,11 +99,22 @@ def tiny_store() -> IndexedStore:
          ("last_event_at", TS), ("duration_seconds", pa.float64()), ("liveness_reason", pa.string())],
     )  # fmt: skip
     run_io = _table(
-        [{"run_id": RUN_DONE, "dataset_id": "d1", "direction": "input"},
-         {"run_id": RUN_DONE, "dataset_id": "d2", "direction": "output"}],
-        [("run_id", pa.string()), ("dataset_id", pa.string()), ("direction", pa.string())],
+        [{"run_id": RUN_DONE, "dataset_id": "d1", "direction": "input", "first_seen": T0},
+         {"run_id": RUN_DONE, "dataset_id": "d2", "direction": "output", "first_seen": T1}],
+        [("run_id", pa.string()), ("dataset_id", pa.string()), ("direction", pa.string()), ("first_seen", TS)],
+    )  # fmt: skip
+    schemas = _table(
+        [
+            {"dataset_id": "d2", "schema_hash": "h1", "version": 1, "first_seen": T0, "last_seen": T0,
+             "schema_fields": [{"name": "total", "type": "int", "description": None}], "first_run_id": RUN_DONE},
+            {"dataset_id": "d2", "schema_hash": "h2", "version": 2, "first_seen": T1, "last_seen": T1,
+             "schema_fields": [{"name": "total", "type": "double", "description": "sum"}], "first_run_id": None},
+        ],
+        [("dataset_id", pa.string()), ("schema_hash", pa.string()), ("version", pa.int32()), ("first_seen", TS),
+         ("last_seen", TS), ("schema_fields", FIELDS), ("first_run_id", pa.string())],
     )  # fmt: skip
     tables = {
+        "dataset_schemas": schemas,
         "datasets": datasets,
         "dataset_aliases": aliases,
         "jobs": jobs,
@@ -139,7 +155,14 @@ def test_runs_keep_marquez_states_and_add_the_inferred_one() -> None:
     assert (lost["state"], lost["inferredState"], lost["livenessReason"]) == ("RUNNING", "LOST", "silent")
     done = marquez.run_json(store, store.run(RUN_DONE[:8]))  # a unique prefix, as the CLI takes
     assert (done["state"], done["durationMs"]) == ("COMPLETED", 3_600_500)
-    assert done["inputVersions"] == [{"namespace": KAFKA, "name": "orders", "version": None}]
+    # each input and output is the dataset version in effect when the run touched it (0: no schema history)
+    assert done["inputDatasetVersions"] == [
+        {"datasetVersionId": {"namespace": KAFKA, "name": "orders", "version": marquez.dataset_version_id("d1", 0)},
+         "facets": {}}
+    ]  # fmt: skip
+    assert done["outputDatasetVersions"][0]["datasetVersionId"]["version"] == marquez.dataset_version_id(
+        "d2", 2
+    )
     assert [r["run_id"] for r in store.runs(states=["LOST"])] == [RUN_LOST]  # filtered in memory
 
 
@@ -171,6 +194,79 @@ def test_lineage_graph_edges_point_from_producer_to_consumer() -> None:
     assert graph["job:etl:load"]["outEdges"] == [edge_out]
     assert graph["dataset:s3://lake:db/totals"]["inEdges"] == [edge_out]
     assert graph["dataset:s3://lake:db/totals"]["type"] == "DATASET"
+
+
+def test_job_tags_and_latest_runs() -> None:
+    store = tiny_store()
+    store.jobs[("etl", "load")]["tags"] = [
+        {"key": "team", "value": "finance", "source": "USER"},
+        {"key": "pii", "value": None, "source": "USER"},
+    ]
+    job = marquez.job_json(store, store.job_node("etl", "load"))
+    assert job["tags"] == ["pii", "team=finance"]
+    assert [r["id"] for r in job["latestRuns"]] == [RUN_LOST]
+    assert job["parentJobUuid"] is None
+    store.job_summary[("etl", "load")]["last_run_id"] = None  # a job without runs
+    bare = marquez.job_json(store, store.job_node("etl", "load"))
+    assert bare["tags"] == ["pii", "team=finance"]
+    assert "latestRuns" not in bare and bare["latestRun"] is None
+
+
+def test_column_lineage_edges_follow_marquez_convention_without_dataset_level_nodes() -> None:
+    store = tiny_store()
+    both = marquez.column_lineage(store, store.dataset_nodes["d1"], "price", 1, True)["graph"]
+    by_id = {n["id"]: n for n in both}
+    price, total = f"datasetField:{KAFKA}:orders:price", "datasetField:s3://lake:db/totals:total"
+    assert set(by_id) == {price, total}  # the dataset-level edge makes no "*" node
+    # every edge starts at its node: inEdges lead upstream, outEdges downstream
+    assert by_id[total]["inEdges"] == [{"origin": total, "destination": price}]
+    assert by_id[total]["outEdges"] == []
+    assert by_id[price]["outEdges"] == [{"origin": price, "destination": total}]
+    assert by_id[price]["inEdges"] == []
+
+
+def test_datasets_carry_their_column_lineage() -> None:
+    store = tiny_store()
+    totals = marquez.dataset_json(store, store.dataset_nodes["d2"])
+    assert totals["columnLineage"] == [
+        {"name": "total", "transformationDescription": None, "transformationType": "DIRECT",
+         "inputFields": [{"namespace": KAFKA, "dataset": "orders", "field": "price",
+                          "transformationDescription": None, "transformationType": "DIRECT"}]}
+    ]  # fmt: skip
+    assert marquez.dataset_json(store, store.dataset_nodes["d1"])["columnLineage"] is None
+
+
+def test_dataset_versions_from_the_schema_history() -> None:
+    store = tiny_store()
+    versions = marquez.dataset_versions(store, store.dataset_nodes["d2"])
+    assert [v["version"] for v in versions] == [
+        marquez.dataset_version_id("d2", 2),
+        marquez.dataset_version_id("d2", 1),
+    ]  # newest first
+    assert [f["type"] for v in versions for f in v["fields"]] == ["double", "int"]
+    assert versions[1]["createdByRun"]["id"] == RUN_DONE
+    assert versions[0]["createdByRun"] is None
+    # a dataset never reported with a schema: one version, no fields
+    (only,) = marquez.dataset_versions(store, store.dataset_nodes["d1"])
+    assert (only["version"], only["fields"]) == (marquez.dataset_version_id("d1", 0), [])
+
+
+def test_sources_and_tags() -> None:
+    store = tiny_store()
+    assert [(s["name"], s["type"]) for s in marquez.sources(store)] == [(KAFKA, "KAFKA"), ("s3://lake", "S3")]
+    store.jobs[("etl", "load")]["tags"] = [{"key": "team", "value": "finance", "source": "USER"}]
+    assert marquez.tags(store) == [{"name": "team=finance", "description": None}]
+
+
+def test_search_sorts_and_filters_as_marquez() -> None:
+    store = tiny_store()
+    everything = marquez.search(store, "%", None, "update_at", 10)
+    assert [r["name"] for r in everything["results"]] == ["db/totals", "load", "orders"]  # all updated at T1
+    in_etl = marquez.search(store, "%", None, "name", 10, namespace="etl")
+    assert [r["nodeId"] for r in in_etl["results"]] == ["job:etl:load"]
+    assert marquez.search(store, "%", None, "name", 10, after=T1 + (T1 - T0))["totalCount"] == 0
+    assert marquez.search(store, "%", None, "name", 10, before=T1)["totalCount"] == 0
+    assert marquez.search(store, "%", None, "name", 0) == {"totalCount": 3, "results": []}
 
 
 def test_column_lineage_input_fields_and_depth() -> None:
