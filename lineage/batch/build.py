@@ -64,6 +64,7 @@ EXTRACTED_TABLES = ("event_facts", "dataset_mentions")
 MODEL_TABLES = (
     "jobs",
     "runs",
+    "job_dependency_runs",
     "job_dependencies",
     "alias_nodes",
     "alias_links",
@@ -301,7 +302,8 @@ class _Build:
         jobs = model.jobs(facts).join(model.heartbeat_gaps(facts), JOB_KEY, "left")
         self._put("jobs", jobs)
         self._put("runs", self.liveness(model.runs(facts)))
-        self._put("job_dependencies", model.job_dependencies(facts))
+        self._put("job_dependency_runs", model.dependency_runs(facts))
+        self._put("job_dependencies", model.dependencies_from_runs(self.table("job_dependency_runs")))
         mentions = self.table("dataset_mentions")
         graph = model.alias_graph(mentions, self.rules)
         edges = graph.edges.localCheckpoint()
@@ -374,8 +376,7 @@ class _Build:
         )
         lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
         self.step_done("runs")
-        # Small (job pairs) and read from two narrow fact columns: rewritten whole, exact by construction.
-        self._put("job_dependencies", model.job_dependencies(facts))
+        self._fold_dependencies(delta)
         if aliases is not None:
             lake.merge_by_key(aliases.nodes, self.t("alias_nodes"), NODE_KEY)
         self.step_done("alias_nodes")
@@ -386,6 +387,31 @@ class _Build:
             lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
         self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, previous)
+
+    def _fold_dependencies(self, delta: DataFrame) -> None:
+        """Fold the range's dependency reports into ``job_dependency_runs`` (per pair and run), then
+        recompute the touched pairs of ``job_dependencies`` from those state rows: no event outside the
+        range is read. A pair never loses its runs, so the touched pairs are upserted (nothing deleted).
+        Folding is idempotent, so a re-run of the range gives the same rows."""
+        key = [*model.DEPENDENCY_KEY, "run_id"]
+        new = model.dependency_runs(delta).localCheckpoint()
+        if new.isEmpty():
+            log.info("job dependencies: none reported in the range")
+            self.step_done("job_dependency_runs")
+            self.step_done("job_dependencies")
+            return
+        state = self.table("job_dependency_runs")
+        ids = new.select(*key)
+        stored = state.join(ids, _null_safe(state, ids, key), "left_semi")
+        lake.merge_by_key(model.fold_dependency_runs(new, stored), self.t("job_dependency_runs"), key)
+        self.step_done("job_dependency_runs")
+        pairs = new.select(*model.DEPENDENCY_KEY).distinct()
+        state = self.table("job_dependency_runs")
+        touched = state.join(pairs, _null_safe(state, pairs, model.DEPENDENCY_KEY), "left_semi")
+        lake.merge_by_key(
+            model.dependencies_from_runs(touched), self.t("job_dependencies"), model.DEPENDENCY_KEY
+        )
+        self.step_done("job_dependencies")
 
     def _pending(self) -> DataFrame:
         if not lake.table_exists(self.spark, self.t(PENDING_TABLE)):
@@ -828,6 +854,15 @@ def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, D
     build of this version, before any event could be retired."""
     held = new_facts.select(*COORDINATES)
     return {name: rows.join(held, list(COORDINATES), "left_anti") for name, rows in old.items()}
+
+
+def _null_safe(left: DataFrame, right: DataFrame, keys: list[str]) -> Column:
+    on = None
+    for key in keys:
+        clause = left[key].eqNullSafe(right[key])
+        on = clause if on is None else on & clause
+    assert on is not None
+    return on
 
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:

@@ -55,9 +55,20 @@ from lineage.transforms.model_graph import (
     run_io,
     static_io,
 )
-from lineage.transforms.model_runs import heartbeat_gaps, job_dependencies, jobs, run_liveness, runs
+from lineage.transforms.model_runs import (
+    DEPENDENCY_KEY,
+    dependencies_from_runs,
+    dependency_runs,
+    fold_dependency_runs,
+    heartbeat_gaps,
+    job_dependencies,
+    jobs,
+    run_liveness,
+    runs,
+)
 
 __all__ = [
+    "DEPENDENCY_KEY",
     "MENTION_COLUMNS",
     "AliasGraph",
     "alias_forms",
@@ -72,7 +83,10 @@ __all__ = [
     "dataset_schemas",
     "dataset_summary",
     "datasets",
+    "dependencies_from_runs",
+    "dependency_runs",
     "fold_datasets",
+    "fold_dependency_runs",
     "fold_schemas",
     "heartbeat_gaps",
     "job_dependencies",

@@ -224,10 +224,12 @@ DEPENDENCY_KEY = [
     "downstream_job_name",
     "source",
 ]
+DEPENDENCY_RULES = ("dependency_type", "sequence_trigger_rule", "status_trigger_rule")
 
 
 def job_dependencies(events: DataFrame) -> DataFrame:
-    """Job-to-job (control-flow) dependencies, one row per (upstream job, downstream job, source).
+    """Job-to-job (control-flow) dependencies, one row per (upstream job, downstream job, source): the
+    aggregate (:func:`dependencies_from_runs`) of the per-run state :func:`dependency_runs`.
 
     Sources: ``jobDependencies`` (the OpenLineage run facet: upstream and downstream jobs of a run),
     ``airflow`` (the task facet's upstream/downstream task ids, tasks of one DAG), ``lineage`` (JOB inputs of
@@ -242,6 +244,16 @@ def job_dependencies(events: DataFrame) -> DataFrame:
         ``upstream_job_namespace, upstream_job_name, downstream_job_namespace, downstream_job_name, source,
         dependency_type, sequence_trigger_rule, status_trigger_rule, run_count (distinct reporting runs),
         first_seen, last_seen``.
+    """
+    return dependencies_from_runs(dependency_runs(events))
+
+
+def dependency_runs(events: DataFrame) -> DataFrame:
+    """Per (dependency pair, reporting run): what :func:`job_dependencies` aggregates, kept as state
+    (``lineage.job_dependency_runs``) so a build folds its delta in (:func:`fold_dependency_runs`) instead of
+    reading every event again. Each rule column comes with ``_<rule>_at``, the ordering key (event time,
+    event hash) of the latest report carrying it; ``first_seen``/``last_seen`` are the run's first and last
+    report of the pair.
     """
     facts = as_facts(events).where(
         (F.col("event_kind") == RUN_EVENT)
@@ -290,14 +302,54 @@ def job_dependencies(events: DataFrame) -> DataFrame:
         (F.col("upstream_job_namespace") != F.col("downstream_job_namespace"))
         | (F.col("upstream_job_name") != F.col("downstream_job_name"))
     )
-    return pairs.groupBy(*DEPENDENCY_KEY).agg(
+    return pairs.groupBy(*DEPENDENCY_KEY, "run_id").agg(
         *[
-            latest(F.col(c)).alias(c)
-            for c in ("dependency_type", "sequence_trigger_rule", "status_trigger_rule")
+            agg
+            for c in DEPENDENCY_RULES
+            for agg in (latest(F.col(c)).alias(c), F.max(_when_present(c)).alias(f"_{c}_at"))
         ],
-        F.countDistinct("run_id").alias("run_count"),
         F.min("event_time").alias("first_seen"),
         F.max("event_time").alias("last_seen"),
+    )
+
+
+def _when_present(column: str) -> Column:
+    return F.when(F.col(column).isNotNull(), latest_key())
+
+
+def fold_dependency_runs(delta: DataFrame, stored: DataFrame) -> DataFrame:
+    """``job_dependency_runs`` rows of the delta's (pair, run) keys: the delta's statistics (from
+    :func:`dependency_runs`) combined with the stored row of the same key, if any. Folding the same delta
+    twice gives the same rows (min, max and latest-by-key are idempotent)."""
+    key = [*DEPENDENCY_KEY, "run_id"]
+    on = None
+    for k in key:
+        clause = F.col(f"d.{k}").eqNullSafe(F.col(f"o.{k}"))
+        on = clause if on is None else on & clause
+    joined = delta.alias("d").join(stored.alias("o"), on, "left")
+    rules = []
+    for c in DEPENDENCY_RULES:
+        # The later of the two reports carrying the rule (a null key never wins).
+        newer = F.col(f"o._{c}_at").isNull() | (F.col(f"d._{c}_at") >= F.col(f"o._{c}_at"))
+        use_new = F.col(f"d._{c}_at").isNotNull() & newer
+        rules.append(F.when(use_new, F.col(f"d.{c}")).otherwise(F.col(f"o.{c}")).alias(c))
+        rules.append(F.when(use_new, F.col(f"d._{c}_at")).otherwise(F.col(f"o._{c}_at")).alias(f"_{c}_at"))
+    return joined.select(
+        *[F.col(f"d.{k}").alias(k) for k in key],
+        *rules,
+        F.least("d.first_seen", "o.first_seen").alias("first_seen"),
+        F.greatest("d.last_seen", "o.last_seen").alias("last_seen"),
+    )
+
+
+def dependencies_from_runs(dependency_runs_: DataFrame) -> DataFrame:
+    """``job_dependencies`` rows from per-(pair, run) state (:func:`dependency_runs`): the latest rules over
+    the runs by their stored ordering keys, the distinct runs, the first and last report."""
+    return dependency_runs_.groupBy(*DEPENDENCY_KEY).agg(
+        *[F.max_by(F.col(c), F.col(f"_{c}_at")).alias(c) for c in DEPENDENCY_RULES],
+        F.count("run_id").alias("run_count"),
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
     )
 
 

@@ -375,3 +375,59 @@ def test_job_level_lineage_facet_feeds_io_column_edges_and_dependencies(spark: S
     assert [(t.type, t.subtype) for t in edges[0].transformations] == [("DIRECT", "AGGREGATION")]
     deps = _deps(spark, events)
     assert list(deps) == [("extract", "build_mart", "lineage")]
+
+
+def test_job_dependencies_folded_range_by_range_equal_the_whole_aggregate(spark: SparkSession) -> None:
+    """The incremental build folds each range's per-(pair, run) statistics into stored state: any split of
+    the events into ranges, in any order and folded twice, gives the rows of one aggregate over all of
+    them, rules included (the latest report carrying a rule wins, whichever range held it)."""
+    import random
+
+    extract, transform, load = ("etl", "extract"), ("etl", "transform"), ("etl", "load")
+    a, b, c = run_id(1), run_id(2), run_id(3)
+    events = [
+        run_event("START", at(10), a, extract, run_facets={"jobDependencies": _declared("downstream", [transform])}),
+        run_event(
+            "RUNNING",
+            at(15),
+            b,
+            transform,
+            run_facets={"jobDependencies": _declared("upstream", [extract], dependency_type="IMPLICIT")},
+        ),
+        run_event(
+            "COMPLETE",
+            at(30),
+            b,
+            transform,
+            run_facets={"jobDependencies": _declared("upstream", [extract], dependency_type="DIRECT_INVOCATION")},
+        ),
+        run_event(
+            "START",
+            at(20),
+            c,
+            load,
+            run_facets={
+                "parent": parent(b, transform),
+                "jobDependencies": _declared("upstream", [transform], sequence_trigger_rule="EXACTLY_ONE"),
+            },
+        ),
+        run_event("COMPLETE", at(40), c, load, run_facets={"parent": parent(b, transform)}),
+    ]
+    whole = sorted(model.job_dependencies(events_df(spark, events)).collect())
+    assert len(whole) == 3
+    [explicit] = [r for r in whole if r.upstream_job_name == "extract"]
+    assert (explicit.dependency_type, explicit.run_count) == ("DIRECT_INVOCATION", 2)
+    rng = random.Random(7)
+    for _ in range(3):
+        shuffled = events[:]
+        rng.shuffle(shuffled)
+        cut = sorted(rng.sample(range(1, len(events)), 2))
+        ranges = [shuffled[: cut[0]], shuffled[cut[0] : cut[1]], shuffled[cut[1] :]]
+        state = model.dependency_runs(events_df(spark, ranges[0]))
+        for part in ranges[1:] + ranges[-1:]:  # the last range folded twice: a re-run after a crash
+            delta = model.dependency_runs(events_df(spark, part))
+            folded = model.fold_dependency_runs(delta, state)
+            key = [*model.DEPENDENCY_KEY, "run_id"]
+            state = state.join(delta.select(*key), key, "left_anti").unionByName(folded)
+            state = spark.createDataFrame(state.collect(), state.schema)
+        assert sorted(model.dependencies_from_runs(state).collect()) == whole
