@@ -21,7 +21,7 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from importlib import metadata
 from pathlib import Path
@@ -37,6 +37,7 @@ from lineage.cli.store import LookupError_, parse_time
 # avro first: the iceberg extension reads manifests through it and may not autoload it here.
 EXTENSIONS = (("avro", "duckdb-ext-avro"), ("iceberg", "duckdb-ext-iceberg"))
 FORMATS = ("table", "csv", "json")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_CELL = 80  # characters of one cell in the aligned table (csv and json are never cut)
 _RESERVED_DATABASES = frozenset({"memory", "system", "temp", "main"})
 
@@ -105,7 +106,7 @@ def extension_files() -> dict[str, Path]:
 
 
 def local_path(location: str) -> str | None:
-    """The directory path of a local ``file:`` location (or a plain path); None for anything remote."""
+    """The local file path of a ``file:`` location (or a plain path); None for anything remote."""
     parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
         return parsed.path if parsed.scheme else location
@@ -115,7 +116,7 @@ def local_path(location: str) -> str | None:
 def pinned_tables(catalog: Any, namespaces: Sequence[str], as_of: datetime | None) -> list[PinnedTable]:
     """Every table of ``namespaces`` in the pyiceberg ``catalog``, pinned to its current snapshot or to the
     one current at ``as_of``."""
-    at_ms = None if as_of is None else int(as_of.timestamp() * 1000)
+    at_ms = None if as_of is None else (as_of - EPOCH) // timedelta(milliseconds=1)  # exact, no float
     pinned = []
     for namespace in namespaces:
         try:
@@ -206,9 +207,10 @@ def one_line(exc: BaseException) -> str:
 
 # -- values --------------------------------------------------------------------------------------------------
 def plain(value: Any, *, for_json: bool = False) -> Any:
-    """A value as JSON holds it: timestamps ISO-8601 (``Z`` for UTC), dates and times ISO, decimals and
-    intervals as strings, bytes base64 (``for_json``) or with non-UTF-8 bytes escaped, maps as objects (or
-    ``[{"key", "value"}]`` when a key is not a string), structs as objects, lists as lists."""
+    """A value as JSON holds it: timestamps ISO-8601 (``Z`` for UTC), dates and times ISO, decimals as
+    strings (integers when their scale is 0), intervals as strings, bytes base64 (``for_json``) or with
+    non-UTF-8 bytes escaped, maps as objects (or ``[{"key", "value"}]`` when a key is not a string),
+    structs as objects, lists as lists."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -218,7 +220,11 @@ def plain(value: Any, *, for_json: bool = False) -> Any:
         return text.replace("+00:00", "Z") if value.utcoffset() == timedelta(0) else text
     if isinstance(value, date | time):
         return value.isoformat()
-    if isinstance(value, Decimal | timedelta):
+    if isinstance(value, Decimal):
+        # Scale 0 (DuckDB's sum of BIGINTs is a HUGEINT, which arrives as DECIMAL(38,0)): an exact integer.
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else str(value)
+    if isinstance(value, timedelta):
         return str(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode() if for_json else value.decode("utf-8", "backslashreplace")

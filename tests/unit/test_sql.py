@@ -75,6 +75,7 @@ def test_plain_values_for_json() -> None:
     assert plain(datetime(2026, 11, 20, 8, 0)) == "2026-11-20T08:00:00"  # without a zone: none added
     assert plain(date(2026, 11, 20)) == "2026-11-20"
     assert plain(Decimal("1.10")) == "1.10"
+    assert plain(Decimal("240")) == 240  # DuckDB's sum(BIGINT): HUGEINT, DECIMAL(38,0) in Arrow
     assert plain(float("nan")) == "nan"
     assert plain(b"\xffa", for_json=True) == "/2E="
     assert plain(b"\xffa") == "\\xffa"
