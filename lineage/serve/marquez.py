@@ -452,8 +452,37 @@ def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]
     return {"graph": graph}
 
 
+def split_version(node_id: str) -> tuple[str, str | None]:
+    """``<node id>#<version>`` -> (node id, version); a node id without a version suffix is kept whole."""
+    head, sep, version = node_id.rpartition("#")
+    if sep and head and re.fullmatch(r"[0-9a-fA-F-]{36}", version.strip()):
+        return head, version.strip().lower()
+    return node_id, None
+
+
+def version_time(store: IndexedStore, node: Node, version: str) -> datetime | None:
+    """When version ``version`` of a dataset was last seen: a walk as of then shows the lineage of that
+    version. None for a version still current with no time known.
+
+    Raises:
+        LookupError_: a job (the model keeps no job versions); UnknownNode: no such version.
+    """
+    if node.kind != DATASET:
+        raise LookupError_(f"nodeId: job versions are not kept, ask {marquez_id(node)} without #{version}")
+    for entry in dataset_versions(store, node):
+        if entry["version"] == version:
+            last = entry.get("lastSeenAt") or entry.get("createdAt")
+            return None if last is None else datetime.fromisoformat(last.replace("Z", "+00:00"))
+    raise UnknownNode(f"unknown version {version!r} of dataset {node.label}")
+
+
 def column_lineage(
-    store: IndexedStore, root: Node, field: str | None, depth: int, with_downstream: bool
+    store: IndexedStore,
+    root: Node,
+    field: str | None,
+    depth: int,
+    with_downstream: bool,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph: one ``DATASET_FIELD`` node per field, ``inputFields`` per node.
 
@@ -463,7 +492,7 @@ def column_lineage(
     filter or join key that affects every row, no one field) make no node: Marquez's graph has none.
     """
     direction = "both" if with_downstream else "upstream"
-    walk = store.traverse(root, direction, 2 * depth, columns=True, field_name=field)
+    walk = store.traverse(root, direction, 2 * depth, as_of=as_of, columns=True, field_name=field)
     fields: dict[tuple[str, str], dict[str, Any]] = {}
     upstream: dict[tuple[str, str], set[str]] = {}
     downstream: dict[tuple[str, str], set[str]] = {}
@@ -846,6 +875,7 @@ def lineage_events(
     limit: int,
     offset: int,
     descending: bool,
+    namespace: str | None = None,
 ) -> dict[str, Any]:
     """Marquez's ``LineageEventList`` from ``raw.events``: the events with ``after`` <= event time <=
     ``before``, in event time order (newest first unless ascending), ``totalCount`` all of them.
@@ -858,6 +888,9 @@ def lineage_events(
         window = ex.And(window, ex.GreaterThanOrEqual("event_time", after.isoformat()))
     if before is not None:
         window = ex.And(window, ex.LessThanOrEqual("event_time", before.isoformat()))
+    if namespace is not None:  # a job's events, or a dataset event's, of that namespace
+        same = ex.Or(ex.EqualTo("job_namespace", namespace), ex.EqualTo("dataset_namespace", namespace))
+        window = ex.And(window, same)
     keys = ("event_time", "kafka_topic", "kafka_partition", "kafka_offset")
     table = _raw(store, keys, window)
     rows = sorted(

@@ -309,8 +309,10 @@ async def column_lineage(request: web.Request) -> web.Response:
     with_downstream = _bool(request, "withDownstream", False)
 
     def work(store: IndexedStore) -> Any:
-        node, field = marquez.parse_node_id(store, node_id)
-        return marquez.column_lineage(store, node, field, depth, with_downstream)
+        plain, version = marquez.split_version(node_id)
+        node, field = marquez.parse_node_id(store, plain)
+        as_of = None if version is None else marquez.version_time(store, node, version)
+        return marquez.column_lineage(store, node, field, depth, with_downstream, as_of)
 
     return await _answer(request, work)
 
@@ -446,9 +448,17 @@ async def lineage_events(request: web.Request) -> web.Response:
         )
     before, after = _time(request, "before"), _time(request, "after")
 
+    namespace_name = request.match_info.get("namespace")
+
     def work(store: IndexedStore) -> Any:
         return marquez.lineage_events(
-            store, before=before, after=after, limit=limit, offset=offset, descending=direction == "desc"
+            store,
+            before=before,
+            after=after,
+            limit=limit,
+            offset=offset,
+            descending=direction == "desc",
+            namespace=namespace_name,
         )
 
     return await _answer(request, work)
@@ -595,6 +605,10 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("column_lineage", "/api/v1/column-lineage", column_lineage),
         ("search", "/api/v1/search", search),
         ("events", "/api/v1/events/lineage", lineage_events),
+        # marquez-python's list_events asks these (paths of Marquez's older API): the same answer, all
+        # events or those of one namespace
+        ("events_all", "/api/v1/events", lineage_events),
+        ("events_namespace", "/api/v1/events/{namespace}", lineage_events),
         ("stats_events", "/api/v1/stats/lineage-events", _stats("lineage-events")),
         ("stats_jobs", "/api/v1/stats/jobs", _stats("jobs")),
         ("stats_datasets", "/api/v1/stats/datasets", _stats("datasets")),
