@@ -277,29 +277,38 @@ def _derived(store: IndexedStore, name: str, build: Callable[[], Any]) -> Any:
         return _DERIVED[store].setdefault(name, value)
 
 
-def schema_history(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
-    """dataset id -> its ``lineage.dataset_schemas`` rows, oldest version first.
+_HISTORY_COLUMNS = ("dataset_id", "version", "first_seen", "last_seen", "first_run_id")
 
-    Read from the store when it holds the table, else from Iceberg as of the store's build (the same
-    snapshot its other tables were read at); a lake built before the table existed has none.
-    """
+
+def _schemas(store: IndexedStore, columns: tuple[str, ...] | None = None, row_filter: Any = None) -> Any:
+    """Rows of ``lineage.dataset_schemas``: from the store when it holds the table, else from Iceberg as of
+    the store's build (the snapshot its other tables were read at); None on a lake built before it."""
+    try:
+        return store.arrow("dataset_schemas", columns, row_filter)
+    except LookupError_:
+        mark = getattr(store, "build", None)
+        namespace = store.settings.catalog.lineage_namespace
+        try:
+            return store.scan_table(
+                namespace, "dataset_schemas", columns, row_filter, None if mark is None else mark.committed_at
+            )
+        except LookupError_:
+            return None
+
+
+def schema_history(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
+    """dataset id -> its versions (``lineage.dataset_schemas`` without the fields), oldest first; read once
+    per loaded build. The fields are read only for the dataset whose versions are asked
+    (:func:`dataset_versions`)."""
 
     def load() -> dict[str, list[dict[str, Any]]]:
-        try:
-            table = store.arrow("dataset_schemas")
-        except LookupError_:
-            mark = getattr(store, "build", None)
-            as_of = None if mark is None else mark.committed_at
-            try:
-                table = store.scan_table(
-                    store.settings.catalog.lineage_namespace, "dataset_schemas", as_of=as_of
-                )
-            except LookupError_:
-                return {}
+        table = _schemas(store, _HISTORY_COLUMNS)
+        if table is None:
+            return {}
         from lineage.cli.store import python_rows
 
         found: dict[str, list[dict[str, Any]]] = {}
-        for row in python_rows(table):
+        for row in python_rows(table.select(list(_HISTORY_COLUMNS))):
             found.setdefault(row["dataset_id"], []).append(row)
         for rows in found.values():
             rows.sort(key=lambda r: r["version"])
@@ -798,8 +807,17 @@ def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
     """
     row = store.datasets.get(node.dataset_id or "", {})
     history = schema_history(store).get(node.dataset_id or "") or [
-        {"version": 0, "schema_fields": [], "first_seen": row.get("first_seen"), "first_run_id": None}
+        {"version": 0, "first_seen": row.get("first_seen"), "first_run_id": None}
     ]
+    fields_of: dict[Any, Any] = {}
+    if history[0]["version"] != 0:
+        ex = _expressions()
+        table = _schemas(
+            store, ("dataset_id", "version", "schema_fields"), ex.EqualTo("dataset_id", node.dataset_id)
+        )
+        if table is not None:
+            versions, schemas = table.column("version").to_pylist(), table.column("schema_fields").to_pylist()
+            fields_of = dict(zip(versions, schemas, strict=True))
     answer = []
     for entry in reversed(history):
         version = dataset_version_id(node.dataset_id or "", entry["version"])
@@ -819,7 +837,7 @@ def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
                 "version": version,
                 "namespace": node.namespace,
                 "sourceName": node.namespace,
-                "fields": _fields(entry.get("schema_fields")),
+                "fields": _fields(fields_of.get(entry["version"])),
                 "tags": tag_names(row.get("tags")),
                 "lifecycleState": None,
                 "description": None,
