@@ -390,7 +390,8 @@ def _as_of_time(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @click.option(
     "--as-of",
     callback=_as_of_time,
-    help="Read every table as of then: the snapshot current at that time (ISO-8601 or 2h, 7d ago).",
+    help="Read every table as it was then: the snapshot current at that time (the lake's commit time, not "
+    "the events'; ISO-8601 or 2h, 7d ago).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.pass_obj
