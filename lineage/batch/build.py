@@ -479,7 +479,8 @@ class _Build:
         - ``column_edges``: recomputed for the targets of the new column-lineage facets, the relabelled
           datasets and the targets of their edges; ``column_paths`` for those targets and everything
           downstream of them.
-        - The two summaries are rewritten whole (about 5 s each at 1M events).
+        - ``job_summary`` is rewritten whole (about 5 s at 1M events); ``dataset_summary`` is recomputed for
+          the datasets whose rows, schemas, edges or writing runs changed, from those datasets' rows only.
         """
         aliases = self.table("dataset_aliases")
         mentions = self.table("dataset_mentions")
@@ -596,7 +597,19 @@ class _Build:
             model.dataset_edges(self.table("job_edges").join(edge_jobs, JOB_KEY, "left_semi")),
             edge_jobs,
         )
-        self._summaries(runs)
+        self._put("job_summary", model.job_summary(runs, self.table("job_edges")))
+        # A dataset's summary reads its own rows of datasets, schemas, job and dataset edges, and the runs
+        # writing it: it changes only for datasets whose row or schemas changed, the datasets of the
+        # rewritten jobs' edges (every edge and every io row that changed is one of those, and every run
+        # whose state changed is a touched run, so its io is too) and the relabelled ones (deleted).
+        summary_scope = (
+            scope.unionByName(schema_scope)
+            .unionByName(self.table("job_edges").join(edge_jobs, JOB_KEY, "left_semi").select("dataset_id"))
+            .unionByName(relabelled)
+            .distinct()
+            .localCheckpoint()
+        )
+        self._put("dataset_summary", self._dataset_summary(runs, summary_scope), summary_scope)
 
         targets = target_ids.withColumnRenamed("dataset_id", "target_dataset_id")
         # Paths into the changed targets and into everything downstream of them.
@@ -765,21 +778,32 @@ class _Build:
         )
 
     def _summaries(self, runs: DataFrame) -> None:
-        # Rewritten whole in every mode. Scoped to the touched jobs and datasets (with the jobs of every
+        # The job summary is rewritten whole in every mode: scoped to the touched jobs (with the jobs of every
         # still-running run and the neighbours of every changed edge), the tier-M incremental build ran out of
-        # execution memory in the job summary; whole, they take about 5 s each at 1M events.
-        edges = self.table("job_edges")
-        self._put("job_summary", model.job_summary(runs, edges))
-        self._put(
-            "dataset_summary",
-            model.dataset_summary(
-                self.table("datasets"),
-                edges,
-                self.table("dataset_edges"),
-                self.table("run_io"),
-                runs,
-                self.table("dataset_schemas"),
-            ),
+        # execution memory in it; whole, it takes about 5 s at 1M events.
+        self._put("job_summary", model.job_summary(runs, self.table("job_edges")))
+        self._put("dataset_summary", self._dataset_summary(runs, None))
+
+    def _dataset_summary(self, runs: DataFrame, datasets: DataFrame | None) -> DataFrame:
+        """``dataset_summary`` rows of every dataset, or of ``datasets`` (ids) from their rows only."""
+        edges = self.table("dataset_edges")
+        if datasets is not None:
+            # The edges into and out of the datasets (an edge between two of them comes twice: the summary
+            # counts distinct ends).
+            edges = edges.join(
+                datasets.withColumnRenamed("dataset_id", "target_dataset_id"), "target_dataset_id", "left_semi"
+            ).unionByName(
+                edges.join(
+                    datasets.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id", "left_semi"
+                )
+            )
+        return model.dataset_summary(
+            _within(self.table("datasets"), datasets),
+            _within(self.table("job_edges"), datasets),
+            edges,
+            _within(self.table("run_io"), datasets),
+            runs,
+            _within(self.table("dataset_schemas"), datasets),
         )
 
     def _put(self, name: str, frame: DataFrame, scope: DataFrame | None = None) -> None:
