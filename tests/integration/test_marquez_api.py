@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
+import subprocess
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +35,26 @@ from tests.integration.test_read_api import INGESTION, KAFKA, SPARK_OVERWRITE, W
 
 pytestmark = pytest.mark.integration
 
-SPEC = Path(__file__).resolve().parents[3] / "shared" / "specs" / "marquez-openapi-0.51.1.yml"
+SPEC_NAME = "marquez-openapi-0.51.1.yml"
+
+
+def _spec_path() -> Path:
+    """Marquez's OpenAPI document (a data file beside the project, not part of it): ``LINEAGE_MARQUEZ_SPEC``,
+    else ``../shared/specs/`` next to this checkout, else next to the checkout it was cloned from (a local
+    clone, as the fresh-clone check makes)."""
+    if os.environ.get("LINEAGE_MARQUEZ_SPEC"):
+        return Path(os.environ["LINEAGE_MARQUEZ_SPEC"])
+    repo = Path(__file__).resolve().parents[2]
+    candidates = [repo.parent / "shared" / "specs" / SPEC_NAME]
+    origin = subprocess.run(
+        ["git", "-C", str(repo), "config", "--get", "remote.origin.url"], capture_output=True, text=True
+    ).stdout.strip()
+    if origin and Path(origin).is_dir():
+        candidates.append(Path(origin).resolve().parent / "shared" / "specs" / SPEC_NAME)
+    return next((c for c in candidates if c.is_file()), candidates[0])
+
+
+SPEC = _spec_path()
 SPEC_URI = "urn:marquez-openapi-0.51.1"
 STATS = ("lineage-events", "jobs", "datasets", "sources")
 STUCK_JOB = ("fh-local", "supplier-stats")
