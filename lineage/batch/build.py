@@ -791,10 +791,14 @@ class _Build:
             # The edges into and out of the datasets (an edge between two of them comes twice: the summary
             # counts distinct ends).
             edges = edges.join(
-                datasets.withColumnRenamed("dataset_id", "target_dataset_id"), "target_dataset_id", "left_semi"
+                datasets.withColumnRenamed("dataset_id", "target_dataset_id"),
+                "target_dataset_id",
+                "left_semi",
             ).unionByName(
                 edges.join(
-                    datasets.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id", "left_semi"
+                    datasets.withColumnRenamed("dataset_id", "source_dataset_id"),
+                    "source_dataset_id",
+                    "left_semi",
                 )
             )
         return model.dataset_summary(

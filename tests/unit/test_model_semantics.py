@@ -386,7 +386,9 @@ def test_job_dependencies_folded_range_by_range_equal_the_whole_aggregate(spark:
     extract, transform, load = ("etl", "extract"), ("etl", "transform"), ("etl", "load")
     a, b, c = run_id(1), run_id(2), run_id(3)
     events = [
-        run_event("START", at(10), a, extract, run_facets={"jobDependencies": _declared("downstream", [transform])}),
+        run_event(
+            "START", at(10), a, extract, run_facets={"jobDependencies": _declared("downstream", [transform])}
+        ),
         run_event(
             "RUNNING",
             at(15),
@@ -399,7 +401,9 @@ def test_job_dependencies_folded_range_by_range_equal_the_whole_aggregate(spark:
             at(30),
             b,
             transform,
-            run_facets={"jobDependencies": _declared("upstream", [extract], dependency_type="DIRECT_INVOCATION")},
+            run_facets={
+                "jobDependencies": _declared("upstream", [extract], dependency_type="DIRECT_INVOCATION")
+            },
         ),
         run_event(
             "START",
