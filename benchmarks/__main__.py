@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=42)
     run.add_argument("--stages", default=",".join(ALL_STAGES), help=f"comma list of {', '.join(ALL_STAGES)}")
     run.add_argument("--freshness-probes", type=int, default=8)
+    run.add_argument(
+        "--lineage-probes", type=int, default=20, help="lineage-freshness: probe events (20 by default)"
+    )
     run.add_argument("--query-runs", type=int, default=10, help="timed runs of every CLI query")
     run.add_argument(
         "--rentgen-tiers", default="S", help="tiers with the Data.Rentgen side by side (comma list)"
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             work_root=args.work,
             results_dir=args.results,
             freshness_probes=args.freshness_probes,
+            lineage_probes=args.lineage_probes,
             query_runs=args.query_runs,
             rentgen_tiers=tuple(t.strip() for t in args.rentgen_tiers.split(",") if t.strip()),
             rentgen_workers=args.rentgen_workers,

@@ -163,3 +163,227 @@ def _wait_visible(
                 return snapshot.timestamp_ms / 1000.0, time.time()
         time.sleep(POLL_S)
     raise TimeoutError(f"probe {run_id} not visible in {ident} within {VISIBLE_TIMEOUT_S:.0f} s")
+
+
+# -- lineage freshness: produced -> lake.lineage.* with the ingestion and the continuous build running ------
+LINEAGE_VISIBLE_TIMEOUT_S = 900.0
+FIRST_BUILD_TIMEOUT_S = 7200.0
+LINEAGE_POLL_S = 0.5
+
+
+def measure_lineage_freshness(
+    *,
+    run: TierContext,
+    overrides: dict[str, Any],
+    bootstrap: str,
+    topic: str,
+    probes: int,
+    mean_gap_s: float,
+    every_s: float,
+) -> dict[str, Any]:
+    """The time from producing an event until the lineage tables show it, on a lake that is being ingested
+    (``stream``, the configured trigger) and built continuously (``build-every``, a check every
+    ``every_s``) at once, as a deployment runs them.
+
+    A warm-up probe waits for the first build of the session (on an unbuilt lake that is a full build).
+    Then ``probes`` probe events (a run of their own each) are produced at random moments, ``mean_gap_s``
+    apart on average, without waiting for each other: the lake keeps being ingested and built while they
+    travel. A probe is *visible* at the commit time of the first ``lineage.runs`` snapshot holding its run,
+    and its build is *complete* at the first ``build_state`` row recorded after that (every lineage table
+    of that build committed); both are measured from the wall-clock time just before ``produce``.
+    """
+    from confluent_kafka import Producer
+
+    from lineage.io.catalog import open_catalog
+
+    jobs_dir = run.work / "jobs"
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    settings_file = jobs_dir / "lineage-freshness.settings.json"
+    settings_file.write_text(json.dumps(overrides, indent=2))
+    settings = load_settings(**overrides)
+    raw_ident = f"{settings.catalog.raw_namespace}.events"
+    runs_ident = f"{settings.catalog.lineage_namespace}.runs"
+    state_ident = f"{settings.catalog.lineage_namespace}.build_state"
+    rng = random.Random(f"lineage-freshness:{run.config.seed}")
+    producer = Producer(producer_config(bootstrap, settings.kafka.max_message_bytes))
+    stream_log = run.logs / "lineage-freshness-stream.log"
+    build_log = run.logs / "lineage-freshness-build.log"
+    processes: list[subprocess.Popen[bytes]] = []
+    samples: list[dict[str, Any]] = []
+    with stream_log.open("wb") as stream_out, build_log.open("wb") as build_out:
+        for stage, out, extra in (
+            ("stream", stream_out, []),
+            ("build-every", build_out, ["--every", str(every_s)]),
+        ):
+            processes.append(
+                subprocess.Popen(
+                    stage_process.command(
+                        run.python,
+                        stage,
+                        "--settings",
+                        str(settings_file),
+                        "--out",
+                        str(jobs_dir / f"lineage-freshness-{stage}.json"),
+                        *extra,
+                    ),
+                    env=stage_process.environment(),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        sampler = measure.TreeSampler([p.pid for p in processes])
+        sampler.__enter__()
+        try:
+            catalog = _wait_started(processes[0], stream_log, settings.catalog, raw_ident, open_catalog)
+            watch = _LineageWatch(catalog, runs_ident, state_ident, processes)
+
+            def send() -> dict[str, Any]:
+                run_id, value = probe_event(datetime.now(UTC), rng)
+                sent = time.time()
+                producer.produce(topic, key=b"run:bench/freshness-probe", value=value)
+                producer.flush(30)
+                return {"run_id": run_id, "sent": sent, "ack_s": round(time.time() - sent, 4)}
+
+            warm = send()
+            watch.wait([warm], FIRST_BUILD_TIMEOUT_S)
+            pending: list[dict[str, Any]] = []
+            for _ in range(probes):
+                deadline = time.monotonic() + rng.uniform(0, 2 * mean_gap_s)
+                while time.monotonic() < deadline:
+                    watch.poll(pending)
+                    time.sleep(min(LINEAGE_POLL_S, max(0.0, deadline - time.monotonic())))
+                sample = send()
+                pending.append(sample)
+                samples.append(sample)
+            watch.wait(pending, LINEAGE_VISIBLE_TIMEOUT_S)
+            watch.complete(samples, LINEAGE_VISIBLE_TIMEOUT_S)
+        finally:
+            for process in processes:
+                measure.stop_tree(process, timeout_s=120)
+            sampler.__exit__()
+    for sample in samples:
+        sample["visible_s"] = round(sample["visible"] - sample["sent"], 3)
+        sample["complete_s"] = round(sample["complete"] - sample["sent"], 3)
+    visible = sorted(s["visible_s"] for s in samples)
+    complete = sorted(s["complete_s"] for s in samples)
+    builds = (
+        json.loads((jobs_dir / "lineage-freshness-build-every.json").read_text())
+        if (jobs_dir / "lineage-freshness-build-every.json").exists()
+        else {}
+    )
+    return {
+        "warm_builds": warm_builds(build_log),
+        "every_s": every_s,
+        "mean_gap_s": mean_gap_s,
+        "trigger": settings.ingest.trigger,
+        "probes": samples,
+        "warm_up_visible_s": round(warm["visible"] - warm["sent"], 3),
+        "visible_s": measure.summarize(visible),
+        "visible_worst_s": visible[-1] if visible else None,
+        "complete_s": measure.summarize(complete),
+        "complete_worst_s": complete[-1] if complete else None,
+        "builds_while_probing": sum(
+            1
+            for t in watch.builds()
+            if samples and samples[0]["sent"] <= t <= max(s["complete"] for s in samples)
+        ),
+        "continuous_build": builds,
+        "peak_mib": round(sampler.peak / measure.MIB, 1),
+        "exit_codes": [p.returncode for p in processes],
+    }
+
+
+class _LineageWatch:
+    """Which probes ``lineage.runs`` holds, snapshot by snapshot (each new snapshot read once), and when the
+    builds that committed them recorded their ``build_state`` row."""
+
+    def __init__(
+        self, catalog: Catalog, runs_ident: str, state_ident: str, processes: list[subprocess.Popen[bytes]]
+    ) -> None:
+        self.catalog = catalog
+        self.runs_ident = runs_ident
+        self.state_ident = state_ident
+        self.processes = processes
+        self.seen: set[int] = set()
+
+    def _alive(self) -> None:
+        for process in self.processes:
+            if process.poll() is not None:
+                raise RuntimeError(f"a lineage-freshness process exited with {process.returncode}")
+
+    def poll(self, pending: list[dict[str, Any]]) -> None:
+        waiting = {p["run_id"]: p for p in pending if "visible" not in p}
+        if not waiting or not self.catalog.table_exists(self.runs_ident):
+            return
+        table = self.catalog.load_table(self.runs_ident)
+        for snapshot in sorted(table.snapshots(), key=lambda s: s.timestamp_ms):
+            if snapshot.snapshot_id in self.seen:
+                continue
+            self.seen.add(snapshot.snapshot_id)
+            listed = ", ".join(f"'{r}'" for r in waiting)
+            found = table.scan(
+                snapshot_id=snapshot.snapshot_id,
+                row_filter=f"run_id IN ({listed})",
+                selected_fields=("run_id",),
+            ).to_arrow()
+            for run_id in set(found.column("run_id").to_pylist()):
+                if run_id in waiting and "visible" not in waiting[run_id]:
+                    waiting[run_id]["visible"] = snapshot.timestamp_ms / 1000.0
+
+    def wait(self, pending: list[dict[str, Any]], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while any("visible" not in p for p in pending):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"probes not visible in {self.runs_ident} within {timeout_s:.0f} s")
+            self._alive()
+            self.poll(pending)
+            time.sleep(LINEAGE_POLL_S)
+
+    def _recorded(self) -> list[float]:
+        rows = self.catalog.load_table(self.state_ident).scan(selected_fields=("mode", "built_at")).to_arrow()
+        return sorted(
+            (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
+            for mode, t in zip(
+                rows.column("mode").to_pylist(), rows.column("built_at").to_pylist(), strict=True
+            )
+            if mode in ("incremental", "full", "re-extract") and t is not None
+        )
+
+    def complete(self, samples: list[dict[str, Any]], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            recorded = self._recorded()
+            for sample in samples:
+                later = [t for t in recorded if t >= sample["visible"]]
+                if later:
+                    sample["complete"] = later[0]
+            if all("complete" in s for s in samples):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no build_state row after the probes within {timeout_s:.0f} s")
+            self._alive()
+            time.sleep(LINEAGE_POLL_S)
+
+    def builds(self) -> list[float]:
+        """The times of every build recorded in ``build_state``."""
+        return self._recorded()
+
+
+def warm_builds(log_file: Any) -> dict[str, Any]:
+    """The continuous build's own lines (``build N: <mode>, E new events, raw snapshot S, T s``): each build's
+    seconds and events in one warm session, the first (cold) one apart."""
+    import re
+
+    pattern = re.compile(r"build (\d+): (\S+), (\d+) new events, raw snapshot \S+, ([\d.]+) s")
+    builds = [
+        {"build": int(m[1]), "mode": m[2], "events": int(m[3]), "seconds": float(m[4])}
+        for m in pattern.finditer(log_file.read_text(errors="replace"))
+    ]
+    warm = [float(b["seconds"]) for b in builds[1:] if b["mode"] == "incremental"]
+    return {
+        "builds": builds,
+        "first_s": builds[0]["seconds"] if builds else None,
+        "warm_s": measure.summarize(warm),
+    }

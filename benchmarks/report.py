@@ -240,6 +240,18 @@ def _result_rows(results: dict[str, dict[str, Any]]) -> list[str]:
         node = r["stages"]["freshness"]
         return f"{_stat(node.get('freshness_s'), 1, ' s')}, p95 {_num(node.get('p95_s'), 1)} s"
 
+    def lineage_fresh(which: str) -> Any:
+        def cell(r: dict[str, Any]) -> str:
+            note = _stage_note(r, "lineage-freshness")
+            if note:
+                return note
+            node = r["stages"]["lineage-freshness"]
+            return (
+                f"{_stat(node.get(f'{which}_s'), 1, ' s')}, worst {_num(node.get(f'{which}_worst_s'), 1)} s"
+            )
+
+        return cell
+
     def rentgen(*path: str, digits: int = 0) -> Any:
         def cell(r: dict[str, Any]) -> str:
             return _stage_note(r, "rentgen") or _stat(_get(r, "stages", "rentgen", *path), digits)
@@ -288,7 +300,12 @@ def _result_rows(results: dict[str, dict[str, Any]]) -> list[str]:
         _row("Incremental / full build", results, share),
         _row(f"History: incremental build of the same +{HISTORY_EVENTS:,} events, s", results,
              build_part("history", "seconds")),
+        _row("Build with nothing new (after the session is up), s", results, build_part("noop", "seconds")),
         _row("Freshness: produce → visible in `raw.events`, default trigger", results, fresh),
+        _row("Lineage freshness: produce → in `lineage.runs`, ingestion + continuous build running", results,
+             lineage_fresh("visible")),
+        _row("Lineage freshness: produce → its build finished (every lineage table)", results,
+             lineage_fresh("complete")),
         _row("Side by side on Kafka 3.9, ours: messages/s", results, rentgen("ours", "messages_per_s")),
         _row("Side by side on Kafka 3.9, Data.Rentgen: messages/s", results,
              rentgen("theirs", "messages_per_s", digits=0)),
@@ -932,6 +949,11 @@ def _method() -> list[str]:
         "- **Freshness**: the ingestion runs continuously with the configured trigger; probe events are "
         "produced at random moments, and each one's freshness is the commit timestamp of the first "
         "`raw.events` snapshot containing it minus the time just before it was produced.",
+        "- **Lineage freshness**: on the tier's built lake, the ingestion (configured trigger) and the "
+        "continuous build (`--every 5s`) run together while 20 probe events are produced at random moments, "
+        "10 s apart on average; each probe's time is the commit timestamp of the first `lineage.runs` "
+        "snapshot holding its run (and the `build_state` row of the build that committed it) minus the time "
+        "just before it was produced.",
         "- **Peak memory**: peak of the summed proportional set size (PSS) of the job's process tree "
         "(Python driver + JVM + helpers), sampled every 100 ms.",
         "- **Queries**: `lineage upstream|downstream NODE --depth 1|3|10 --json` on the tier's built lake, "

@@ -12,7 +12,8 @@ its process tree) and from inside (:mod:`benchmarks.stage`: JVM start vs. the me
     (``--re-extract``: every raw event parsed again, then everything rebuilt); then per repetition one more
     1% slice of the workload (``delta<k>``) is produced, ingested, and built incrementally; last the
     ``history`` delta (:data:`benchmarks.workload.HISTORY_EVENTS` messages, the same on every tier) is
-    produced, ingested once and built incrementally, repeated on a copy of the lake as it was before.
+    produced, ingested once and built incrementally, repeated on a copy of the lake as it was before; last
+    a build with nothing new, repeated (``noop``).
 ``queries``
     :mod:`benchmarks.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
     dataset of the built lake, every run a new CLI process.
@@ -20,6 +21,11 @@ its process tree) and from inside (:mod:`benchmarks.stage`: JVM start vs. the me
     the ingestion with the configured (default) trigger on an empty topic; probe events are produced at
     random moments and the time until the Iceberg commit that makes each visible in ``raw.events`` is taken
     from the snapshot's commit timestamp (pyiceberg).
+``lineage-freshness``
+    on this tier's lake (built by the build stage), the ingestion (configured trigger) and the continuous
+    build (a check every :data:`LINEAGE_BUILD_EVERY_S`) run together while probe events are produced at
+    random moments (:data:`LINEAGE_PROBE_GAP_S` apart on average); each probe's time until ``lineage.runs``
+    holds its run, and until the build that committed it finished (:mod:`benchmarks.freshness`).
 ``rentgen``
     the side by side with Data.Rentgen on a Kafka 3.9 broker (:mod:`benchmarks.rentgen`).
 
@@ -55,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import measure
-from benchmarks.freshness import measure_freshness
+from benchmarks.freshness import measure_freshness, measure_lineage_freshness
 from benchmarks.queries import QueryContext, run_queries
 from benchmarks.read_api import run_read_api
 from benchmarks.rentgen import side_by_side
@@ -85,6 +91,11 @@ from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 from lineage.settings import LocalClusterSettings, load_settings, parse_trigger
 
 log = logging.getLogger(__name__)
+
+# The lineage-freshness stage: how often the continuous build checks for new raw snapshots, and the mean
+# time between two probe events (20 probes: about three and a half minutes of producing).
+LINEAGE_BUILD_EVERY_S = 5.0
+LINEAGE_PROBE_GAP_S = 10.0
 
 # What the history delta has in common between tiers (their estates differ, so its bytes do too).
 HISTORY_SAME = (
@@ -200,6 +211,7 @@ class TierRun(TierContext):
                 self.stage_result("ingest", lambda: self.ingest_stage(broker, lake))
                 self.stage_result("build", lambda: self.build_stage(broker, lake))
                 self.stage_result("freshness", lambda: self.freshness_stage(broker))
+                self.stage_result("lineage-freshness", lambda: self.lineage_freshness_stage(broker, lake))
             finally:
                 broker.stop()
             # The CLI needs no broker: its queries run once the broker (and its flush of the topic) is gone.
@@ -423,7 +435,20 @@ class TierRun(TierContext):
         result["history"] = self.part(
             "history builds", lambda: self.history_builds(broker, lake, now, full_summary["seconds"])
         )
+        result["noop"] = self.part("builds with nothing new", lambda: self.noop_builds(overrides, now))
         return result
+
+    def noop_builds(self, overrides: dict[str, Any], now: list[str]) -> dict[str, Any]:
+        """A build with nothing new since the last one, repeated: what it costs after the session is up."""
+        runs = []
+        for i in range(1, self.config.repeat + 1):
+            run = self.spark_stage("build", f"build-noop-{i}", overrides, *now)
+            if run.get("mode") != "noop":
+                raise StageError(
+                    f"build-noop-{i} ran as {run.get('mode')!r}, not as a build with nothing new"
+                )
+            runs.append(run)
+        return {"runs": runs, "seconds": measure.summarize(r["work_s"] for r in runs)}
 
     def incremental_build(self, label: str, overrides: dict[str, Any], now: list[str]) -> dict[str, Any]:
         run = self.spark_stage("build", label, overrides, *now)
@@ -527,6 +552,24 @@ class TierRun(TierContext):
         )
         shutil.rmtree(lake.root, ignore_errors=True)
         return outcome
+
+    # -- lineage freshness ----------------------------------------------------------------------------
+    def lineage_freshness_stage(self, broker: LocalKafka, lake: Lake) -> dict[str, Any]:
+        """Produced -> ``lake.lineage.*`` on this tier's lake (after the build stage: built, history
+        included), the ingestion and the continuous build running together (issue 36)."""
+        if not (lake.root / "catalog.db").exists():
+            raise StageError(
+                "no ingested lake: the lineage-freshness stage needs the ingest stage or a seed lake"
+            )
+        return measure_lineage_freshness(
+            run=self,
+            overrides=lake.overrides(broker.bootstrap_servers, self.topic),
+            bootstrap=broker.bootstrap_servers,
+            topic=self.topic,
+            probes=self.config.lineage_probes,
+            mean_gap_s=LINEAGE_PROBE_GAP_S,
+            every_s=LINEAGE_BUILD_EVERY_S,
+        )
 
     # -- Data.Rentgen ---------------------------------------------------------------------------------
     def rentgen_stage(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """One measured Spark stage in its own process (fresh JVM): what the benchmark runner starts and times.
 
-``python -m benchmarks.stage ingest|parse|build|stream --settings overrides.json --out result.json``
+``python -m benchmarks.stage STAGE --settings overrides.json --out result.json`` (STAGE: one of those below)
 
 - ``ingest``: :func:`lineage.ingest.stream.run_ingest` with an ``availableNow`` trigger (what
   ``jobs/ingest_events.py --trigger availableNow`` runs inside its self-instrumentation wrapper
@@ -16,6 +16,9 @@
   every raw event again.
 - ``stream``: ``run_ingest`` with the configured (default) trigger until SIGTERM, for the freshness and
   soak stages.
+- ``build-every``: the continuous build (:func:`lineage.batch.schedule.build_every`, what
+  ``jobs/build_lineage.py --every`` runs) checking every ``--every`` seconds until SIGTERM, for the
+  lineage-freshness stage.
 - ``maintain``: :func:`lineage.batch.maintain.maintain_lake` (what ``jobs/maintain_lake.py`` runs inside
   ``observed_maintenance``), for the soak stage.
 
@@ -139,6 +142,25 @@ def _build(
     spark.stop()
 
 
+def _build_every(settings: Settings, result: dict[str, Any], seconds: float) -> None:
+    from lineage.batch.schedule import build_every
+    from lineage.spark import build_session
+    from lineage.stopping import JobStopped, stop_on_signals
+
+    spark = build_session(settings, "bench-build-every")
+    result["session_ready"] = time.time()
+    result["app_id"] = spark.sparkContext.applicationId
+    result["work_start"] = time.time()
+    with stop_on_signals(spark) as stop:
+        try:
+            done = build_every(spark, settings, seconds, stop)
+            result.update(builds=done.builds, busy=done.busy, events=done.events, stopped="between builds")
+        except JobStopped:
+            result["stopped"] = "during a build"
+    result["work_end"] = time.time()
+    spark.stop()
+
+
 def _maintain(settings: Settings, result: dict[str, Any]) -> None:
     from lineage.batch.maintain import maintain_lake
     from lineage.spark import build_session
@@ -168,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("stage", choices=["ingest", "parse", "read", "build", "stream", "maintain"])
+    parser.add_argument(
+        "stage", choices=["ingest", "parse", "read", "build", "build-every", "stream", "maintain"]
+    )
     parser.add_argument("--settings", type=Path, required=True, help="JSON overrides for load_settings")
     parser.add_argument("--out", type=Path, required=True, help="where the timings go (JSON)")
     parser.add_argument("--checkpoint", type=Path, help="parse: checkpoint of the noop query")
@@ -177,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "--re-extract", action="store_true", help="build: parse every raw event again, then rebuild all"
     )
     parser.add_argument("--now", help="build: reference time (ISO-8601)")
+    parser.add_argument("--every", type=float, default=5.0, help="build-every: seconds between checks")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -188,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         _ingest(settings, result, None)
     elif args.stage == "maintain":
         _maintain(settings, result)
+    elif args.stage == "build-every":
+        _build_every(settings, result, args.every)
     elif args.stage in ("parse", "read"):
         if args.checkpoint is None:
             parser.error(f"{args.stage} needs --checkpoint")

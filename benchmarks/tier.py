@@ -25,7 +25,7 @@ from lineage.settings import load_settings
 
 log = logging.getLogger(__name__)
 
-ALL_STAGES = ("ingest", "build", "queries", "freshness", "rentgen")
+ALL_STAGES = ("ingest", "build", "queries", "freshness", "lineage-freshness", "rentgen")
 # What runs on --stack cluster: the Spark jobs. The CLI queries, the freshness probe and Data.Rentgen are
 # measured on the local stack only.
 CLUSTER_STAGES = ("ingest", "build")
@@ -46,6 +46,7 @@ class BenchConfig:
     work_root: Path = Path("var/bench/work")
     results_dir: Path = Path("var/bench/results")
     freshness_probes: int = 8
+    lineage_probes: int = 20
     query_runs: int = 10
     rentgen_tiers: tuple[str, ...] = ("S",)
     rentgen_workers: int = 4

@@ -287,3 +287,22 @@ def test_scale_out_puts_cluster_jobs_beside_local_ones_with_the_worker_model() -
     assert not any(row.startswith("| Incremental build") for row in section)  # not measured on the cluster
     assert "local run started 2026-11-26T03:00:00+00:00." in text
     assert "## Scale-out" not in render({"M": local}, "BENCHMARKS.png")
+
+
+def test_lineage_freshness_and_noop_build_rows(tmp_path: Path) -> None:
+    fresh = {
+        "status": "ok",
+        "visible_s": {"median": 41.2, "min": 20.5, "max": 80.0, "n": 20},
+        "visible_worst_s": 80.0,
+        "complete_s": {"median": 55.0, "min": 30.0, "max": 99.0, "n": 20},
+        "complete_worst_s": 99.0,
+    }
+    results = _results(tmp_path, **{"lineage-freshness": fresh})
+    results["M"]["stages"]["build"]["noop"] = {"seconds": {"median": 3.4, "min": 3.1, "max": 3.9, "n": 3}}
+    text = render(results, "BENCHMARKS.png")
+    [visible] = [line for line in text.splitlines() if line.startswith("| Lineage freshness: produce → in")]
+    assert visible.endswith("| not run | **41.2** s [20.5 - 80.0], worst 80.0 s |")
+    [complete] = [line for line in text.splitlines() if "its build finished" in line]
+    assert "**55.0** s [30.0 - 99.0], worst 99.0 s" in complete
+    [noop] = [line for line in text.splitlines() if line.startswith("| Build with nothing new")]
+    assert noop.endswith("| not measured | **3.4** [3.1 - 3.9] |")
