@@ -400,14 +400,16 @@ class _Build:
             self.step_done("job_dependency_runs")
             self.step_done("job_dependencies")
             return
-        state = self.table("job_dependency_runs")
-        ids = new.select(*key)
-        stored = state.join(ids, _null_safe(state, ids, key), "left_semi")
-        lake.merge_by_key(model.fold_dependency_runs(new, stored), self.t("job_dependency_runs"), key)
+        # The fold's left join keeps the delta's keys only: the stored rows need no filtering first.
+        folded = model.fold_dependency_runs(new, self.table("job_dependency_runs"))
+        lake.merge_by_key(folded, self.t("job_dependency_runs"), key)
         self.step_done("job_dependency_runs")
-        pairs = new.select(*model.DEPENDENCY_KEY).distinct()
-        state = self.table("job_dependency_runs")
-        touched = state.join(pairs, _null_safe(state, pairs, model.DEPENDENCY_KEY), "left_semi")
+        pairs = new.select(*model.DEPENDENCY_KEY).distinct().alias("p")
+        touched = (
+            self.table("job_dependency_runs")
+            .alias("s")
+            .join(pairs, lake.same_keys("s", "p", model.DEPENDENCY_KEY), "left_semi")
+        )
         lake.merge_by_key(
             model.dependencies_from_runs(touched), self.t("job_dependencies"), model.DEPENDENCY_KEY
         )
@@ -882,15 +884,6 @@ def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, D
     build of this version, before any event could be retired."""
     held = new_facts.select(*COORDINATES)
     return {name: rows.join(held, list(COORDINATES), "left_anti") for name, rows in old.items()}
-
-
-def _null_safe(left: DataFrame, right: DataFrame, keys: list[str]) -> Column:
-    on = None
-    for key in keys:
-        clause = left[key].eqNullSafe(right[key])
-        on = clause if on is None else on & clause
-    assert on is not None
-    return on
 
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:

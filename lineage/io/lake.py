@@ -84,16 +84,17 @@ def overwrite_where(frame: DataFrame, table: str, column: str, value: int) -> No
 def merge_by_key(frame: DataFrame, table: str, keys: list[str]) -> None:
     """Upsert ``frame`` into ``table`` on ``keys``: matched rows replaced whole, new rows inserted."""
     # The target's columns are qualified by its full table name (DataFrame.mergeInto has no alias).
-    on = _same_keys(table, "s", keys)
+    on = same_keys(table, "s", keys)
     frame.alias("s").mergeInto(table, on).whenMatched().updateAll().whenNotMatched().insertAll().merge()
 
 
 def insert_missing(frame: DataFrame, table: str, keys: list[str]) -> None:
     """Insert the rows of ``frame`` whose ``keys`` are not in ``table`` yet (existing rows untouched)."""
-    frame.alias("s").mergeInto(table, _same_keys(table, "s", keys)).whenNotMatched().insertAll().merge()
+    frame.alias("s").mergeInto(table, same_keys(table, "s", keys)).whenNotMatched().insertAll().merge()
 
 
-def _same_keys(left: str, right: str, keys: list[str]) -> Column:
+def same_keys(left: str, right: str, keys: list[str]) -> Column:
+    """Null-safe equality of ``keys`` between two aliased sides (a table name or a DataFrame alias)."""
     on = None
     for key in keys:
         clause = F.col(f"{left}.{key}").eqNullSafe(F.col(f"{right}.{key}"))
@@ -119,14 +120,14 @@ def replace_in_scope(
     old = spark.table(table).join(scope, scope.columns, "left_semi").select(*keys)
     gone = (
         old.alias("o")
-        .join(frame.select(*keys).alias("n"), _same_keys("o", "n", keys), "left_anti")
+        .join(frame.select(*keys).alias("n"), same_keys("o", "n", keys), "left_anti")
         .withColumn("_delete", F.lit(True))
     )
     source = frame.withColumn("_delete", F.lit(False)).unionByName(gone, allowMissingColumns=True)
     columns = {c: F.col(f"s.{c}") for c in frame.columns}
     (
         source.alias("s")
-        .mergeInto(table, _same_keys(table, "s", keys))
+        .mergeInto(table, same_keys(table, "s", keys))
         .whenMatched(F.col("s._delete"))
         .delete()
         .whenMatched()
