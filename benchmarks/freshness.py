@@ -58,14 +58,7 @@ def measure_freshness(
     producer = Producer(producer_config(bootstrap, settings.kafka.max_message_bytes))
     samples: list[dict[str, Any]] = []
     with log_file.open("wb") as log_out:
-        process = subprocess.Popen(
-            stage_process.command(run.python, "stream", "--settings", str(settings_file), "--out", str(out)),
-            env=stage_process.environment(),
-            stdout=log_out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        process = _start_stage(run, "stream", settings_file, out, log_out)
         sampler = measure.TreeSampler([process.pid])
         sampler.__enter__()
         try:
@@ -73,20 +66,14 @@ def measure_freshness(
             seen: set[int] = set()
 
             def send_and_wait(warm_up: bool) -> dict[str, Any]:
-                run_id, value = probe_event(datetime.now(UTC), rng)
-                sent = time.time()
-                producer.produce(topic, key=b"run:bench/freshness-probe", value=value)
-                producer.flush(30)
-                acked = time.time()
-                committed, observed = _wait_visible(catalog, ident, run_id, seen, process)
+                sample = send_probe(producer, topic, rng)
+                committed, observed = _wait_visible(catalog, ident, sample["run_id"], seen, process)
                 return {
-                    "run_id": run_id,
+                    **sample,
                     "warm_up": warm_up,
-                    "sent": sent,
-                    "ack_s": round(acked - sent, 4),
                     "committed": committed,
-                    "observed_s": round(observed - sent, 3),
-                    "freshness_s": round(committed - sent, 3),
+                    "observed_s": round(observed - sample["sent"], 3),
+                    "freshness_s": round(committed - sample["sent"], 3),
                 }
 
             send_and_wait(warm_up=True)
@@ -107,6 +94,30 @@ def measure_freshness(
         "peak_mib": round(sampler.peak / measure.MIB, 1),
         "stream_exit_code": process.returncode,
     }
+
+
+def _start_stage(
+    run: TierContext, stage: str, settings_file: Any, out: Any, log_out: Any, *extra: str
+) -> subprocess.Popen[bytes]:
+    """A :mod:`benchmarks.stage` process in a session of its own (so it and its JVM stop together)."""
+    return subprocess.Popen(
+        stage_process.command(run.python, stage, "--settings", str(settings_file), "--out", str(out), *extra),
+        env=stage_process.environment(),
+        stdout=log_out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def send_probe(producer: Any, topic: str, rng: random.Random) -> dict[str, Any]:
+    """Produce one probe event (acks=all, flushed): its run id, the wall-clock time just before it was
+    produced and how long the acknowledgement took."""
+    run_id, value = probe_event(datetime.now(UTC), rng)
+    sent = time.time()
+    producer.produce(topic, key=b"run:bench/freshness-probe", value=value)
+    producer.flush(30)
+    return {"run_id": run_id, "sent": sent, "ack_s": round(time.time() - sent, 4)}
 
 
 def probe_event(at: datetime, rng: random.Random) -> tuple[str, bytes]:
@@ -215,38 +226,15 @@ def measure_lineage_freshness(
             ("stream", stream_out, []),
             ("build-every", build_out, ["--every", str(every_s)]),
         ):
-            processes.append(
-                subprocess.Popen(
-                    stage_process.command(
-                        run.python,
-                        stage,
-                        "--settings",
-                        str(settings_file),
-                        "--out",
-                        str(jobs_dir / f"lineage-freshness-{stage}.json"),
-                        *extra,
-                    ),
-                    env=stage_process.environment(),
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
+            result = jobs_dir / f"lineage-freshness-{stage}.json"
+            processes.append(_start_stage(run, stage, settings_file, result, out, *extra))
         sampler = measure.TreeSampler([p.pid for p in processes])
         sampler.__enter__()
         try:
             catalog = _wait_started(processes[0], stream_log, settings.catalog, raw_ident, open_catalog)
             watch = _LineageWatch(catalog, runs_ident, state_ident, processes)
 
-            def send() -> dict[str, Any]:
-                run_id, value = probe_event(datetime.now(UTC), rng)
-                sent = time.time()
-                producer.produce(topic, key=b"run:bench/freshness-probe", value=value)
-                producer.flush(30)
-                return {"run_id": run_id, "sent": sent, "ack_s": round(time.time() - sent, 4)}
-
-            warm = send()
+            warm = send_probe(producer, topic, rng)
             watch.wait([warm], FIRST_BUILD_TIMEOUT_S)
             pending: list[dict[str, Any]] = []
             for _ in range(probes):
@@ -254,7 +242,7 @@ def measure_lineage_freshness(
                 while time.monotonic() < deadline:
                     watch.poll(pending)
                     time.sleep(min(LINEAGE_POLL_S, max(0.0, deadline - time.monotonic())))
-                sample = send()
+                sample = send_probe(producer, topic, rng)
                 pending.append(sample)
                 samples.append(sample)
             watch.wait(pending, LINEAGE_VISIBLE_TIMEOUT_S)
@@ -266,6 +254,7 @@ def measure_lineage_freshness(
     for sample in samples:
         sample["visible_s"] = round(sample["visible"] - sample["sent"], 3)
         sample["complete_s"] = round(sample["complete"] - sample["sent"], 3)
+    complete_at = [s["complete"] for s in samples]
     visible = sorted(s["visible_s"] for s in samples)
     complete = sorted(s["complete_s"] for s in samples)
     builds = (
@@ -285,9 +274,7 @@ def measure_lineage_freshness(
         "complete_s": measure.summarize(complete),
         "complete_worst_s": complete[-1] if complete else None,
         "builds_while_probing": sum(
-            1
-            for t in watch.builds()
-            if samples and samples[0]["sent"] <= t <= max(s["complete"] for s in samples)
+            1 for t in watch.recorded() if samples and samples[0]["sent"] <= t <= max(complete_at)
         ),
         "continuous_build": builds,
         "peak_mib": round(sampler.peak / measure.MIB, 1),
@@ -341,7 +328,8 @@ class _LineageWatch:
             self.poll(pending)
             time.sleep(LINEAGE_POLL_S)
 
-    def _recorded(self) -> list[float]:
+    def recorded(self) -> list[float]:
+        """The times of every build recorded in ``build_state``."""
         rows = self.catalog.load_table(self.state_ident).scan(selected_fields=("mode", "built_at")).to_arrow()
         return sorted(
             (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
@@ -354,7 +342,7 @@ class _LineageWatch:
     def complete(self, samples: list[dict[str, Any]], timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while True:
-            recorded = self._recorded()
+            recorded = self.recorded()
             for sample in samples:
                 later = [t for t in recorded if t >= sample["visible"]]
                 if later:
@@ -365,10 +353,6 @@ class _LineageWatch:
                 raise TimeoutError(f"no build_state row after the probes within {timeout_s:.0f} s")
             self._alive()
             time.sleep(LINEAGE_POLL_S)
-
-    def builds(self) -> list[float]:
-        """The times of every build recorded in ``build_state``."""
-        return self._recorded()
 
 
 def warm_builds(log_file: Any) -> dict[str, Any]:
