@@ -435,6 +435,11 @@ def page(items: list[Any], limit: int, offset: int) -> list[Any]:
     return items[offset : offset + limit]
 
 
+def paged(key: str, items: list[Any], limit: int, offset: int) -> dict[str, Any]:
+    """Marquez's list answer: one page of ``items`` under ``key``, and how many there are in all."""
+    return {key: page(items, limit, offset), "totalCount": len(items)}
+
+
 def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]:
     """Marquez's ``LineageGraph``: nodes with their data and in/out edges, both directions from ``root``."""
     walk = store.traverse(root, "both", depth)

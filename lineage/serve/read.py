@@ -213,7 +213,7 @@ async def namespaces(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         found = marquez.namespace_list(store)["namespaces"]
-        return {"namespaces": marquez.page(found, limit, offset), "totalCount": len(found)}
+        return marquez.paged("namespaces", found, limit, offset)
 
     return await _answer(request, work)
 
@@ -376,7 +376,7 @@ async def sources(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         found = marquez.sources(store)
-        return {"sources": marquez.page(found, limit, offset), "totalCount": len(found)}
+        return marquez.paged("sources", found, limit, offset)
 
     return await _answer(request, work)
 
@@ -398,7 +398,7 @@ async def tags(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         found = marquez.tags(store)
-        return {"tags": marquez.page(found, limit, offset), "totalCount": len(found)}
+        return marquez.paged("tags", found, limit, offset)
 
     return await _answer(request, work)
 
@@ -414,7 +414,7 @@ async def dataset_versions(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         found = marquez.dataset_versions(store, _dataset_node(store, namespace_name, name))
-        return {"versions": marquez.page(found, limit, offset), "totalCount": len(found)}
+        return marquez.paged("versions", found, limit, offset)
 
     return await _answer(request, work)
 

@@ -31,7 +31,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
 from tests.fixtures.pipeline import Pipeline
-from tests.integration.test_read_api import INGESTION, KAFKA, SPARK_OVERWRITE, WAREHOUSE, ReadService
+from tests.integration.test_read_api import INGESTION, KAFKA, SPARK_OVERWRITE, WAREHOUSE, ReadService, serving
 
 pytestmark = pytest.mark.integration
 
@@ -140,12 +140,7 @@ def graph_node(node: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def service(lab_pipeline: Pipeline, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadService]:
-    running = ReadService(lab_pipeline.env, tmp_path_factory.mktemp("marquez_api") / "serve.log")
-    try:
-        running.wait_ready()
-        yield running
-    finally:
-        running.stop()
+    yield from serving(lab_pipeline, tmp_path_factory.mktemp("marquez_api"))
 
 
 def q(text: str) -> str:

@@ -83,14 +83,19 @@ class ReadService:
             self.process.wait(timeout=30)
 
 
-@pytest.fixture(scope="module")
-def service(lab_pipeline: Pipeline, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadService]:
-    running = ReadService(lab_pipeline.env, tmp_path_factory.mktemp("read_api") / "serve.log")
+def serving(lab_pipeline: Pipeline, log_dir: Path) -> Iterator[ReadService]:
+    """One ``lineage serve`` on the lab's lake, ready; stopped when the generator closes."""
+    running = ReadService(lab_pipeline.env, log_dir / "serve.log")
     try:
         running.wait_ready()
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="module")
+def service(lab_pipeline: Pipeline, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReadService]:
+    yield from serving(lab_pipeline, tmp_path_factory.mktemp("read_api"))
 
 
 @pytest.fixture(scope="module")
