@@ -383,6 +383,29 @@ class RedactSettings(_Section):
         return build_redactor(self.extra_patterns, self.allow_values, self.allow_keys)
 
 
+def _read_and_write() -> list[Literal["read", "write"]]:
+    return ["read", "write"]
+
+
+class ApiKeySettings(_Section):
+    """One API key with limits (``[[serve.api_keys]]``): what it may do and in which namespaces."""
+
+    digest: str  # SHA-256 hex digest of the key (lineage serve hash-key)
+    name: str | None = None  # a label for whoever reads the configuration (never the key)
+    # Globs (fnmatch: *, ?, [...]) of the job and dataset namespaces the key may read and write; none
+    # given: every namespace. An empty list allows none.
+    namespaces: list[str] | None = None
+    access: list[Literal["read", "write"]] = Field(default_factory=_read_and_write)
+
+    @field_validator("digest")
+    @classmethod
+    def _hex_digest(cls, value: str) -> str:
+        digest = value.strip().lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError("digest is a SHA-256 hex digest (64 hex digits), not a key")
+        return digest
+
+
 class ServeSettings(_Section):
     """``lineage serve``: the HTTP intake and the read API in one process, each half switchable."""
 
@@ -396,6 +419,8 @@ class ServeSettings(_Section):
     # With none, the service listens on loopback only and without authentication.
     api_key_hashes: list[str] = Field(default_factory=list)
     api_keys_file: Path | None = None
+    # Keys limited to reading or writing and to namespaces (docs/intake.md, "Scoped keys").
+    api_keys: list[ApiKeySettings] = Field(default_factory=list)
     tls_cert_file: Path | None = None  # both set: HTTPS
     tls_key_file: Path | None = None
     produce_timeout_seconds: float = Field(default=10, gt=0)  # Kafka's ack within this, else 503

@@ -29,7 +29,7 @@ from aiohttp.web_response import StreamResponse
 
 from lineage.cli.output import escape_unsafe
 from lineage.serve import errors, intake, read
-from lineage.serve.auth import ApiKeys, read_hash_file
+from lineage.serve.auth import ApiKeys, Principal, Scope, read_hash_file
 from lineage.serve.metrics import Metrics, middleware, write_to_shared_files
 from lineage.settings import Settings
 
@@ -70,7 +70,21 @@ def api_keys(settings: Settings) -> ApiKeys:
     digests = list(settings.serve.api_key_hashes)
     if settings.serve.api_keys_file is not None:
         digests += read_hash_file(settings.serve.api_keys_file)
-    return ApiKeys(digests)
+    scoped = [
+        (
+            key.digest,
+            Principal(
+                key.name,
+                Scope(None if key.namespaces is None else tuple(key.namespaces)),
+                frozenset(key.access),
+            ),
+        )
+        for key in settings.serve.api_keys
+    ]
+    try:
+        return ApiKeys(digests, scoped)
+    except ValueError as exc:
+        raise ConfigurationError(f"serve.api_keys: {exc}") from None
 
 
 def is_loopback(host: str) -> bool:

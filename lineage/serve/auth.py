@@ -3,15 +3,20 @@
 A presented key is hashed and compared with every configured digest in constant time
 (``hmac.compare_digest``, no early exit), and a refusal never says whether the header was missing,
 malformed or the key unknown.
+
+A key may be limited (``serve.api_keys``): to reading or writing, and to namespaces (:class:`Scope`). The
+request's :class:`Principal` carries that; the intake and the read API apply it (lineage.serve.scope).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
 import re
 import secrets
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 HASH_PATTERN = re.compile(r"[0-9a-f]{64}")
@@ -43,24 +48,78 @@ def read_hash_file(path: Path) -> list[str]:
     return digests
 
 
-class ApiKeys:
-    """The configured digests; with none, every request is let through (the service is loopback only)."""
+@dataclass(frozen=True)
+class Scope:
+    """The namespaces a key may see or write: fnmatch-style globs (``*``, ``?``, ``[...]``), matched
+    case-sensitively against the whole namespace. ``patterns`` None: every namespace (an unscoped key)."""
 
-    def __init__(self, digests: Iterable[str]) -> None:
-        self._digests = tuple(bytes.fromhex(d) for d in dict.fromkeys(d.lower() for d in digests))
+    patterns: tuple[str, ...] | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.patterns is None
+
+    def allows(self, namespace: str | None) -> bool:
+        if self.patterns is None:
+            return True
+        if namespace is None:
+            return False
+        return any(fnmatch.fnmatchcase(namespace, pattern) for pattern in self.patterns)
+
+
+EVERYWHERE = Scope()
+READ, WRITE = "read", "write"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is: the key's name (never the key), what it may do (``read``, ``write``) and where."""
+
+    name: str | None = None
+    scope: Scope = EVERYWHERE
+    access: frozenset[str] = frozenset((READ, WRITE))
+
+    def may(self, capability: str) -> bool:
+        return capability in self.access
+
+
+ANONYMOUS = Principal()  # no key configured: the service listens on loopback only
+
+
+class ApiKeys:
+    """The configured digests, each with its principal; with none, every request is let through (the
+    service is loopback only) with full access."""
+
+    def __init__(self, digests: Iterable[str], scoped: Iterable[tuple[str, Principal]] = ()) -> None:
+        found: dict[str, Principal] = {d.lower(): ANONYMOUS for d in digests}
+        for digest, principal in scoped:
+            digest = digest.lower()
+            if found.get(digest, principal) != principal:
+                raise ValueError(
+                    f"API key digest {digest[:12]}... is configured twice, with different access"
+                )
+            found[digest] = principal
+        self._keys = tuple((bytes.fromhex(d), p) for d, p in found.items())
 
     @property
     def enabled(self) -> bool:
-        return bool(self._digests)
+        return bool(self._keys)
 
-    def allows(self, authorization: str | None) -> bool:
-        if not self._digests:
-            return True
+    def authenticate(self, authorization: str | None) -> Principal | None:
+        """The principal of the presented key, or None (no key, a malformed header, an unknown key)."""
+        if not self._keys:
+            return ANONYMOUS
         scheme, _, key = (authorization or "").partition(" ")
         # aiohttp keeps a header's non-UTF-8 bytes as lone surrogates; "surrogatepass" encodes them to bytes
         # that are never valid UTF-8, so such a key hashes to no configured key's digest (a 401, not a 500).
         presented = hashlib.sha256(key.strip().encode("utf-8", "surrogatepass")).digest()
-        matched = False
-        for digest in self._digests:
-            matched |= hmac.compare_digest(presented, digest)
-        return matched and scheme.lower() == "bearer" and bool(key.strip())
+        matched: Principal | None = None
+        for digest, principal in self._keys:  # every digest compared: no early exit
+            if hmac.compare_digest(presented, digest):
+                matched = principal
+        if matched is None or scheme.lower() != "bearer" or not key.strip():
+            return None
+        return matched
+
+    def allows(self, authorization: str | None) -> bool:
+        return self.authenticate(authorization) is not None

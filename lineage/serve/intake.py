@@ -23,12 +23,13 @@ from lineage.events.redact import redact_many
 from lineage.events.validate import BatchError, Verdict, split_batch, validate
 from lineage.io.kafka_async import AsyncProducer, Delivered, DeliveryFailed
 from lineage.io.publish import producer_config
-from lineage.serve.auth import ApiKeys
+from lineage.serve.auth import WRITE, ApiKeys
 from lineage.serve.body import check_content_type, read_body
 from lineage.serve.errors import (
     BATCH_HAS_INVALID_EVENTS,
     BATCH_INCOMPLETE,
     BATCH_TOO_LARGE,
+    FORBIDDEN,
     INVALID_BATCH,
     KAFKA_UNAVAILABLE,
     PAYLOAD_TOO_LARGE,
@@ -38,6 +39,7 @@ from lineage.serve.errors import (
     json_response,
 )
 from lineage.serve.metrics import Metrics
+from lineage.serve.scope import out_of_scope
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -177,7 +179,8 @@ class Intake:
 
     async def read(self, request: web.Request) -> bytes:
         """Check the key and the content type, then read the body (:func:`read_body`)."""
-        if not request.app[KEYS].allows(request.headers.get("Authorization")):
+        principal = request.app[KEYS].authenticate(request.headers.get("Authorization"))
+        if principal is None:
             raise ApiError(
                 401,
                 UNAUTHORIZED,
@@ -185,6 +188,9 @@ class Intake:
                 headers={"WWW-Authenticate": "Bearer"},
                 close=True,
             )
+        if not principal.may(WRITE):
+            raise ApiError(403, FORBIDDEN, "this API key may not write (serve.api_keys access)", close=True)
+        request[PRINCIPAL] = principal
         check_content_type(request)
         body, received = await read_body(
             request, limit=self.limit, timeout_s=self.settings.serve.body_timeout_seconds
@@ -195,6 +201,24 @@ class Intake:
 
 INTAKE = web.AppKey("intake", Intake)
 KEYS = web.AppKey("api_keys", ApiKeys)
+PRINCIPAL = "lineage_principal"  # the request's key (lineage.serve.auth.Principal), once checked
+
+
+def check_scope(request: web.Request, verdicts: Sequence[Verdict]) -> None:
+    """403 before anything is produced when the key is limited to namespaces and an event names one out of
+    its scope (lineage.serve.scope.out_of_scope): the request is refused whole."""
+    scope = request[PRINCIPAL].scope
+    if scope.unlimited:
+        return
+    refused = [(i, why) for i, v in enumerate(verdicts) if (why := out_of_scope(v.document, scope))]
+    if refused:
+        if len(verdicts) == 1 and request.path == LINEAGE_PATH:
+            message = f"nothing was stored: {refused[0][1]}"
+        else:
+            shown = "; ".join(f"element {i}: {why}" for i, why in refused[:10])
+            more = f"; and {len(refused) - 10} more" if len(refused) > 10 else ""
+            message = f"nothing was stored, {len(refused)} of {len(verdicts)} events refused: {shown}{more}"
+        raise ApiError(403, FORBIDDEN, message)
 
 
 async def post_event(request: web.Request) -> web.Response:
@@ -203,6 +227,7 @@ async def post_event(request: web.Request) -> web.Response:
     verdict = (
         await asyncio.to_thread(validate, body) if len(body) > INLINE_VALIDATION_BYTES else validate(body)
     )
+    check_scope(request, [verdict])
     [outcome] = await intake.submit([(body, verdict)])
     if outcome.status == 200:
         assert outcome.delivered is not None
@@ -239,6 +264,7 @@ async def post_batch(request: web.Request) -> web.Response:
     limit = intake.settings.serve.max_batch_events
     if len(elements) > limit:
         raise ApiError(413, BATCH_TOO_LARGE, f"a batch holds at most {limit} events, got {len(elements)}")
+    check_scope(request, [verdict for _, verdict in elements])
     outcomes = await intake.submit(elements)
     return batch_response(outcomes, intake.retry_after)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from lineage.cli.store import DATASET, WHOLE_DATASET, LookupError_, Node, UnknownNode
 from lineage.serve.index import IndexedStore
+from lineage.serve.scope import event_visible, prune, scope_of
 
 # Our reported states -> Marquez's RunState (NEW, RUNNING, COMPLETED, FAILED, ABORTED).
 RUN_STATES = {
@@ -887,7 +888,8 @@ def run_facets(store: IndexedStore, run_id: str, kind: str) -> dict[str, Any]:
         found = (body.get(kind) or {}).get("facets") if isinstance(body, dict) else None
         if isinstance(found, dict):
             facets.update(found)
-    return {"runId": row["run_id"], "facets": facets}
+    # a scoped key: no object naming a namespace out of its scope (a parent job, a symlink ...)
+    return {"runId": row["run_id"], "facets": prune(facets, scope_of(store))}
 
 
 def lineage_events(
@@ -904,7 +906,10 @@ def lineage_events(
     ``before``, in event time order (newest first unless ascending), ``totalCount`` all of them.
 
     Only the cheap columns of the range are read to order and count; the events' JSON only for the page.
+    A scoped key is listed the events of its jobs (and of its datasets, for dataset events), each without
+    the objects naming a namespace out of its scope (:func:`lineage.serve.scope.prune`).
     """
+    scope = scope_of(store)
     ex = _expressions()
     window: Any = ex.AlwaysTrue()
     if after is not None:
@@ -915,9 +920,23 @@ def lineage_events(
         same = ex.Or(ex.EqualTo("job_namespace", namespace), ex.EqualTo("dataset_namespace", namespace))
         window = ex.And(window, same)
     keys = ("event_time", "kafka_topic", "kafka_partition", "kafka_offset")
-    table = _raw(store, keys, window)
+    table = _raw(store, (*keys, "job_namespace", "dataset_namespace"), window)
+    visible = [
+        event_visible(scope, job, dataset)
+        for job, dataset in zip(
+            table.column("job_namespace").to_pylist(),
+            table.column("dataset_namespace").to_pylist(),
+            strict=True,
+        )
+    ]
     rows = sorted(
-        zip(*(table.column(c).to_pylist() for c in keys), strict=True),
+        (
+            row
+            for row, shown in zip(
+                zip(*(table.column(c).to_pylist() for c in keys), strict=True), visible, strict=True
+            )
+            if shown
+        ),
         key=lambda r: (r[0], r[1] or "", r[2] or 0, r[3] or 0),
         reverse=descending,
     )
@@ -942,7 +961,7 @@ def lineage_events(
         for r in chosen:
             text = bodies.get((r[1], r[2], r[3]))
             try:
-                events.append(json.loads(text) if text is not None else None)
+                events.append(prune(json.loads(text), scope) if text is not None else None)
             except ValueError:
                 events.append(None)
     return {"events": [e for e in events if e is not None], "totalCount": len(rows)}
@@ -978,10 +997,13 @@ def event_stats(store: IndexedStore, buckets: list[tuple[datetime, datetime]]) -
     window = ex.And(
         ex.GreaterThanOrEqual("event_time", first.isoformat()), ex.LessThan("event_time", last.isoformat())
     )
-    table = _raw(store, ("event_time", "event_type"), window)
+    table = _raw(store, ("event_time", "event_type", "job_namespace", "dataset_namespace"), window)
     counts = [dict.fromkeys(("START", "COMPLETE", "FAIL", "ABORT"), 0) for _ in buckets]
-    times, kinds = table.column("event_time").to_pylist(), table.column("event_type").to_pylist()
-    for at, kind in zip(times, kinds, strict=True):
+    scope = scope_of(store)
+    columns = ("event_time", "event_type", "job_namespace", "dataset_namespace")
+    for at, kind, job, dataset in zip(*(table.column(c).to_pylist() for c in columns), strict=True):
+        if not event_visible(scope, job, dataset):
+            continue
         for i, (start, end) in enumerate(buckets):
             if start <= at < end and kind in counts[i]:
                 counts[i][kind] += 1

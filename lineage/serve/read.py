@@ -40,8 +40,10 @@ from lineage.cli.store import (
     shown_value,
 )
 from lineage.serve import errors, marquez
-from lineage.serve.auth import ApiKeys
+from lineage.serve.auth import READ as READ_ACCESS
+from lineage.serve.auth import ApiKeys, Scope
 from lineage.serve.index import IndexedStore, ReadIndex, lifespan
+from lineage.serve.scope import ScopedStore, scoped_store
 from lineage.settings import Settings
 
 READ = web.AppKey("read_index", ReadIndex)
@@ -53,6 +55,8 @@ MARQUEZ_DEPTH = 20  # Marquez's default depth (its OpenAPI spec)
 LIMIT = 100
 READ_THREADS = 4
 STOPPING = "SERVICE_STOPPING"  # a request still arriving once the read pool is shut down
+# A scoped key's walk answers: how many nodes the same walk reaches without the scope that it left out.
+WITHHELD_HEADER = "X-Lineage-Withheld-Nodes"
 
 
 class ReadPool:
@@ -89,17 +93,21 @@ async def pool_lifespan(pool: ReadPool) -> AsyncIterator[None]:
 READ_POOL = web.AppKey("read_pool", ReadPool)
 
 
-def _store(request: web.Request) -> IndexedStore:
-    if not request.app[READ_KEYS].allows(request.headers.get("Authorization")):
+def _store(request: web.Request) -> tuple[IndexedStore, Scope]:
+    """The current index and the scope of the request's key (lineage.serve.scope: what it may see)."""
+    principal = request.app[READ_KEYS].authenticate(request.headers.get("Authorization"))
+    if principal is None:
         # the intake's refusal, word for word (lineage.serve.intake)
         headers = {"WWW-Authenticate": "Bearer"}
         raise errors.ApiError(401, errors.UNAUTHORIZED, "a valid API key is required", headers=headers)
+    if not principal.may(READ_ACCESS):
+        raise errors.ApiError(403, errors.FORBIDDEN, "this API key may not read (serve.api_keys access)")
     index = request.app[READ]
     store = index.current
     if store is None:
         why = index.error or "the lineage tables are being loaded"
         raise errors.ApiError(503, NOT_BUILT, why, headers={"Retry-After": "5"})
-    return store
+    return store, principal.scope
 
 
 def _int(request: web.Request, name: str, default: int | None, minimum: int = 1) -> int | None:
@@ -181,11 +189,24 @@ def _tags(request: web.Request) -> list[Tag]:
 async def _answer(request: web.Request, work: Callable[[IndexedStore], Any]) -> web.Response:
     """Run ``work`` on the current index in the read pool, its JSON encoded there too; the CLI's errors
     become 404 (unknown) or 400 (bad input)."""
-    store = _store(request)
+    whole, scope = _store(request)
 
     def answer() -> web.Response:
-        payload = work(store)
-        return payload if isinstance(payload, web.Response) else errors.json_response(200, payload)
+        store = scoped_store(whole, scope)  # a scoped key's view: made here, off the event loop, once
+        if not isinstance(store, ScopedStore):
+            payload = work(store)
+            return payload if isinstance(payload, web.Response) else errors.json_response(200, payload)
+        # A scoped key: the walks made for this answer say how many nodes they withheld.
+        with store.counting() as withheld:
+            payload = work(store)
+        if not withheld:
+            return payload if isinstance(payload, web.Response) else errors.json_response(200, payload)
+        if isinstance(payload, web.Response):
+            payload.headers[WITHHELD_HEADER] = str(sum(withheld))
+            return payload
+        if isinstance(payload, dict):
+            payload = {**payload, "withheld": sum(withheld)}
+        return errors.json_response(200, payload, {WITHHELD_HEADER: str(sum(withheld))})
 
     try:
         return await request.app[READ_POOL].run(answer)

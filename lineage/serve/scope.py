@@ -1,0 +1,261 @@
+"""What a key limited to namespaces (:class:`~lineage.serve.auth.Scope`) may see and write.
+
+Reads: a scoped key is answered from a :class:`ScopedStore`, the index with every row naming a namespace
+out of scope taken out (datasets, their aliases, jobs, runs, edges, column edges, dependencies) and the
+references to such names (a job's parent job, a run's parent and root) nulled. Every answer is then worked
+out by the same code as for an unscoped key, so lists and searches filter, a walk stops where the visible
+graph ends, and a hidden name answers 404 exactly as an absent one (its suggestions come from the visible
+names only). A walk also counts the nodes it withheld (:meth:`ScopedStore.traverse`). The raw events
+(Marquez's event list, run facets, statistics) are read from Iceberg: :func:`event_visible` picks them
+and :func:`prune` takes out every object of an event naming a hidden namespace.
+
+Writes: :func:`out_of_scope` says which namespaces of an event a key may not write.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from lineage.cli.store import GRANULARITY_JOB, VIA_DATASETS, Node, Traversal
+from lineage.serve.auth import Scope
+from lineage.serve.index import IndexedStore
+
+
+def _allowed(column: Any, scope: Scope) -> Any:
+    """A boolean mask of the rows whose namespace ``column`` is in ``scope`` (null: not allowed). The
+    globs run once per distinct namespace, not once per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = [v for v in pc.unique(column).to_pylist() if scope.allows(v)]
+    return pc.fill_null(pc.is_in(column, value_set=pa.array(distinct, pa.string()).cast(column.type)), False)
+
+
+def _among(column: Any, values: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.is_in(column, value_set=values), False)
+
+
+def _null_unless(table: Any, keep: Any, columns: tuple[str, ...]) -> Any:
+    """``table`` with ``columns`` set to null in the rows where ``keep`` is false."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in columns:
+        if name in table.column_names:
+            column = table.column(name)
+            cleared = pc.if_else(keep, column, pa.scalar(None, column.type))
+            table = table.set_column(table.schema.get_field_index(name), name, cleared)
+    return table
+
+
+def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    """The index's Arrow tables as a key limited to ``scope`` may see them.
+
+    A dataset is visible when its (canonical) namespace is in scope, an alias when its own namespace is
+    too, a job by its namespace; an edge, column edge, run input/output or dependency when every end is
+    visible; a run when its job is. A parent or root job out of scope is nulled (with its run id).
+    """
+    import pyarrow.compute as pc
+
+    out = dict(tables)
+    datasets = tables["datasets"].filter(_allowed(tables["datasets"].column("namespace"), scope))
+    out["datasets"] = datasets
+    ids = datasets.column("dataset_id").combine_chunks()
+
+    def keep(name: str, mask: Any) -> None:
+        out[name] = tables[name].filter(mask)
+
+    aliases = tables["dataset_aliases"]
+    keep(
+        "dataset_aliases",
+        pc.and_(
+            _among(aliases.column("dataset_id"), ids), _allowed(aliases.column("alias_namespace"), scope)
+        ),
+    )
+    jobs = tables["jobs"].filter(_allowed(tables["jobs"].column("job_namespace"), scope))
+    out["jobs"] = _hide_references(jobs, scope, ("parent",))
+    keep("job_summary", _allowed(tables["job_summary"].column("job_namespace"), scope))
+    edges = tables["job_edges"]
+    keep(
+        "job_edges",
+        pc.and_(_allowed(edges.column("job_namespace"), scope), _among(edges.column("dataset_id"), ids)),
+    )
+    columns = tables["column_edges"]
+    keep(
+        "column_edges",
+        pc.and_(
+            _allowed(columns.column("job_namespace"), scope),
+            pc.and_(
+                _among(columns.column("source_dataset_id"), ids),
+                _among(columns.column("target_dataset_id"), ids),
+            ),
+        ),
+    )
+    runs = tables["runs"].filter(_allowed(tables["runs"].column("job_namespace"), scope))
+    out["runs"] = _hide_references(runs, scope, ("parent", "root"))
+    run_io = tables["run_io"]
+    visible_run = _among(run_io.column("run_id"), runs.column("run_id").combine_chunks())
+    keep("run_io", pc.and_(visible_run, _among(run_io.column("dataset_id"), ids)))
+    if "job_dependencies" in tables:
+        deps = tables["job_dependencies"]
+        keep(
+            "job_dependencies",
+            pc.and_(
+                _allowed(deps.column("upstream_job_namespace"), scope),
+                _allowed(deps.column("downstream_job_namespace"), scope),
+            ),
+        )
+    return out
+
+
+def _hide_references(table: Any, scope: Scope, sides: tuple[str, ...]) -> Any:
+    """``<side>_job_namespace``, ``<side>_job_name`` (and ``<side>_run_id``) nulled where that job is out of
+    scope (a table without such columns is kept as it is)."""
+    for side in sides:
+        if f"{side}_job_namespace" in table.column_names:
+            visible = _allowed(table.column(f"{side}_job_namespace"), scope)
+            table = _null_unless(
+                table, visible, (f"{side}_run_id", f"{side}_job_namespace", f"{side}_job_name")
+            )
+    return table
+
+
+class ScopedStore(IndexedStore):
+    """The index as a scoped key sees it (:func:`scoped_tables`); ``full`` is the whole index.
+
+    Within :meth:`counting`, every walk is also made on the whole index, and the nodes it reaches that
+    this walk does not (hidden nodes, and visible ones reached only through hidden ones) are counted.
+    """
+
+    def __init__(self, full: IndexedStore, scope: Scope) -> None:
+        super().__init__(full.settings, scoped_tables(full._tables, scope), full._schemas)
+        self.full = full
+        self.scope = scope
+        self.build = full.build
+        self._counters = threading.local()
+
+    @contextmanager
+    def counting(self) -> Iterator[list[int]]:
+        """The withheld nodes of each walk made in this thread meanwhile (one answer's work)."""
+        counts: list[int] = []
+        self._counters.current = counts
+        try:
+            yield counts
+        finally:
+            self._counters.current = None
+
+    def traverse(
+        self,
+        root: Node,
+        direction: str,
+        depth: int | None,
+        *,
+        as_of: datetime | None = None,
+        columns: bool = False,
+        field_name: str | None = None,
+        via: str = VIA_DATASETS,
+        granularity: str = GRANULARITY_JOB,
+    ) -> Traversal:
+        walk = super().traverse(
+            root,
+            direction,
+            depth,
+            as_of=as_of,
+            columns=columns,
+            field_name=field_name,
+            via=via,
+            granularity=granularity,
+        )
+        counts = getattr(self._counters, "current", None)
+        if counts is not None:
+            whole = self.full.traverse(root, direction, depth, as_of=as_of, via=via, granularity=granularity)
+            counts.append(len(whole.hops.keys() - walk.hops.keys()))
+        return walk
+
+
+_SCOPED: weakref.WeakKeyDictionary[IndexedStore, dict[Scope, ScopedStore]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def scoped_store(store: IndexedStore, scope: Scope) -> IndexedStore:
+    """``store`` as a key of ``scope`` sees it: the store itself for an unlimited scope, else its scoped
+    view, made once per loaded index and scope (a newer build replaces the index, and its views with it)."""
+    if scope.unlimited:
+        return store
+    with _LOCK:  # one view made at a time: concurrent first requests of one scope wait for it
+        views = _SCOPED.setdefault(store, {})
+        if scope not in views:
+            views[scope] = ScopedStore(store, scope)
+            views[scope].warm()
+        return views[scope]
+
+
+def scope_of(store: IndexedStore) -> Scope | None:
+    """The scope a store answers for (None: everything)."""
+    return store.scope if isinstance(store, ScopedStore) else None
+
+
+def event_visible(scope: Scope | None, job_namespace: str | None, dataset_namespace: str | None) -> bool:
+    """Whether a raw event is listed to a key of ``scope``: a run or job event by its job's namespace, a
+    dataset event by its dataset's."""
+    if scope is None:
+        return True
+    return scope.allows(job_namespace if job_namespace is not None else dataset_namespace)
+
+
+def prune(value: Any, scope: Scope | None) -> Any:
+    """``value`` (a decoded event, facets) without any object whose ``namespace`` is out of scope: a hidden
+    input or output, a parent job, a symlink, a column lineage input field ... An object naming a hidden
+    namespace is left out of its list, or its key left out of its object."""
+    if scope is None:
+        return value
+    if isinstance(value, dict):
+        return {k: prune(v, scope) for k, v in value.items() if not _hidden(v, scope)}
+    if isinstance(value, list):
+        return [prune(v, scope) for v in value if not _hidden(v, scope)]
+    return value
+
+
+def _hidden(value: Any, scope: Scope) -> bool:
+    namespace = value.get("namespace") if isinstance(value, dict) else None
+    return isinstance(namespace, str) and not scope.allows(namespace)
+
+
+def event_namespaces(document: dict[str, Any] | None) -> tuple[str | None, list[str]]:
+    """(the namespace an event is written under: its job's, or a dataset event's dataset's; every
+    namespace it names: that one and its inputs' and outputs')."""
+    if not isinstance(document, dict):
+        return None, []
+    named: list[str] = []
+    owner = None
+    for key in ("job", "dataset"):
+        part = document.get(key)
+        if isinstance(part, dict) and isinstance(part.get("namespace"), str):
+            named.append(part["namespace"])
+            owner = owner or part["namespace"]
+    for key in ("inputs", "outputs"):
+        for item in document.get(key) or ():
+            if isinstance(item, dict) and isinstance(item.get("namespace"), str):
+                named.append(item["namespace"])
+    return owner, named
+
+
+def out_of_scope(document: dict[str, Any] | None, scope: Scope) -> str | None:
+    """Why a key of ``scope`` may not write this event (None: it may): its job (or dataset) or one of its
+    datasets is in a namespace out of scope, or it names no job or dataset namespace to check."""
+    if scope.unlimited:
+        return None
+    owner, named = event_namespaces(document)
+    if owner is None:
+        return "the event names no job or dataset namespace, so its scope cannot be checked"
+    outside = sorted({n for n in named if not scope.allows(n)})
+    if outside:
+        return f"namespace{'s' if len(outside) > 1 else ''} outside this key's scope: {', '.join(outside)}"
+    return None
