@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from lineage.cli.store import GRANULARITY_JOB, VIA_DATASETS, Node, Traversal
+from lineage.cli.store import GRANULARITY_JOB, VIA_DATASETS, LookupError_, Node, Traversal
 from lineage.serve.auth import Scope
 from lineage.serve.index import IndexedStore
 
@@ -136,10 +136,19 @@ class ScopedStore(IndexedStore):
 
     def __init__(self, full: IndexedStore, scope: Scope) -> None:
         super().__init__(full.settings, scoped_tables(full._tables, scope), full._schemas)
-        self.full = full
+        # weakly: the views are cached by the whole index (a WeakKeyDictionary), which must stay collectable
+        self._full = weakref.ref(full)
         self.scope = scope
         self.build = full.build
         self._counters = threading.local()
+
+    @property
+    def full(self) -> IndexedStore:
+        """The whole index (alive while a request holds it, as every request using this view does)."""
+        whole = self._full()
+        if whole is None:  # pragma: no cover - a view is only reached through its index
+            raise LookupError_("the read index this view was made from is gone")
+        return whole
 
     @contextmanager
     def counting(self) -> Iterator[list[int]]:

@@ -5,7 +5,9 @@ index as a scoped key sees it (lists, walks and their withheld counts, 404s), on
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -332,3 +334,14 @@ def test_the_read_paths_answer_a_scoped_key_from_its_view(tmp_path: Path) -> Non
     assert hidden[2]["error"]["suggestions"] == absent[2]["error"]["suggestions"] == []
     [(status, _, body)] = asyncio.run(_ask(config, two_teams(), "w", ["/api/v1/namespaces"]))
     assert status == 403 and body["error"]["code"] == "FORBIDDEN"
+
+
+def test_a_replaced_index_and_its_views_are_collected() -> None:
+    full = two_teams()
+    view = scoped_store(full, SCOPE)
+    with view.counting():  # type: ignore[attr-defined]
+        view.traverse(view.resolve("s3://a-lake/raw"), "downstream", None)
+    whole, scoped = weakref.ref(full), weakref.ref(view)
+    del full, view
+    gc.collect()
+    assert whole() is None and scoped() is None
