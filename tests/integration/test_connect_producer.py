@@ -1,0 +1,345 @@
+"""End to end with a real Kafka Connect producer: Debezium's PostgreSQL source connector with Debezium's
+built-in OpenLineage integration, on a Kafka Connect standalone worker, against our own PostgreSQL server
+-> OpenLineage Kafka transport -> our topic -> ingestion -> build -> ``lake.lineage.*``. One worker start
+sends over HTTP to our intake (``lineage serve``) instead, which produces into the same topic.
+
+One scenario per module (``connect_lake``), run once, on the session's broker. Two tables (customers,
+orders) in a fresh server; the connector ``shop-cdc`` (topic prefix ``shop``, job ``shop.0`` in namespace
+``connect-shop``) captures both. Four runs of its task, one after the other:
+
+* ``first``: snapshot, then inserts and updates on both tables; the connector is stopped and resumed through
+  the worker's REST API (PUT /connectors/shop-cdc/stop, /resume), which stops its task;
+* ``resumed``: the task the resume started; more changes, then the worker stopped (SIGTERM);
+* ``over_http``: the worker started again with the HTTP transport; changes, then SIGTERM;
+* ``killed``: the worker started again (Kafka transport), changes, then SIGKILL: no terminal event.
+
+Needs `make connect-setup` (.jars/connect, .jars/connect-plugins/debezium, Debian's PostgreSQL). Set
+``CONNECT_GOLDEN_DIR`` to also write the captured events there (how tests/resources/golden/connect_real/
+was made).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from pyspark.sql import SparkSession
+
+from lineage.batch.build import build_lineage
+from lineage.ingest.stream import run_ingest
+from lineage.io.catalog import open_catalog
+from lineage.io.local_kafka import LocalKafka, create_topic
+from lineage.serve.auth import hash_key, new_key
+from lineage.settings import Settings
+from tests.fixtures.connect import ConnectWorker, render
+from tests.fixtures.intake import start_intake
+from tests.fixtures.lake import lake_settings
+from tests.fixtures.postgres import PostgresServer, running_postgres
+
+pytestmark = pytest.mark.integration
+
+CONNECTOR = "shop-cdc"
+TOPIC_PREFIX = "shop"
+JOB = ("connect-shop", f"{TOPIC_PREFIX}.0")  # openlineage.integration.job.namespace, <topic.prefix>.<task>
+DATABASE = "postgres"
+TABLES = ("customers", "orders")
+PRODUCER = "https://github.com/debezium/debezium/tree/v3.5.0.Final/debezium-openlineage"
+EVENT_TIMEOUT_S = 120.0
+SILENCE = timedelta(hours=2)  # the build runs this long after the last event: the killed run is long silent
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Captured:
+    partition: int
+    offset: int
+    key: str | None
+    event: Event
+
+    @property
+    def run_id(self) -> str:
+        return str(self.event["run"]["runId"])
+
+    @property
+    def type(self) -> str:
+        return str(self.event.get("eventType"))
+
+    def datasets(self, direction: str) -> set[tuple[str, str]]:
+        return {(d["namespace"], d["name"]) for d in self.event.get(direction) or []}
+
+
+class TopicWatcher:
+    """Reads our topic from the beginning and keeps every event of the connector's job."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"watch-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+            }
+        )
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        self.seen: list[Captured] = []
+
+    def poll(self, seconds: float) -> None:
+        message = self.consumer.poll(seconds)
+        if message is None or message.error() is not None:
+            return
+        key, value = message.key(), message.value()
+        assert value is not None
+        self.seen.append(
+            Captured(
+                message.partition() or 0,
+                message.offset() or 0,
+                key.decode() if key else None,
+                json.loads(value),
+            )
+        )
+
+    def of_run(self, run_id: str) -> list[Captured]:
+        return [c for c in self.seen if c.run_id == run_id]
+
+    def run_ids(self) -> list[str]:
+        """Run ids in the order their first event arrived."""
+        return list(dict.fromkeys(c.run_id for c in self.seen))
+
+    def wait(self, what: str, ready: Callable[[], bool], worker: ConnectWorker) -> None:
+        deadline = time.monotonic() + EVENT_TIMEOUT_S
+        while not ready():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}\n{worker.tail()}")
+            self.poll(0.5)
+
+    def drain(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.poll(0.5)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+@dataclass
+class Scenario:
+    settings: Settings
+    pg_namespace: str = ""
+    runs: dict[str, str] = field(default_factory=dict)  # scenario step -> OpenLineage run id
+    events: list[Captured] = field(default_factory=list)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    intake_metrics: str = ""
+    rows_in: int = 0
+    rejected: int = 0
+
+    def kafka_namespace(self) -> str:
+        return f"kafka://{self.settings.kafka.bootstrap_servers}"
+
+    def dataset_id(self, namespace: str, name: str) -> str:
+        matches = [
+            d["dataset_id"]
+            for d in self.tables["datasets"]
+            if (d["namespace"], d["name"]) == (namespace, name)
+        ]
+        assert len(matches) == 1, f"no single dataset {namespace} {name}: {self.tables['datasets']}"
+        return str(matches[0])
+
+    def run(self, step: str) -> dict[str, Any]:
+        return next(r for r in self.tables["runs"] if r["run_id"] == self.runs[step])
+
+
+def make_tables(pg: PostgresServer) -> None:
+    pg.sql(
+        "CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL, email varchar(200));"
+        "CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer REFERENCES customers (id),"
+        " amount numeric(10, 2) NOT NULL, status text NOT NULL, placed_at timestamptz DEFAULT now());"
+        "INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com');"
+        "INSERT INTO orders (id, customer_id, amount, status) VALUES (100, 1, 12.50, 'new');"
+    )
+
+
+def change_both_tables(pg: PostgresServer, round_: int) -> None:
+    """Inserts and updates on both tables (customer ids 10 * round + 2.., order ids 100 * round + 1..)."""
+    customer, order = 10 * round_ + 2, 100 * round_ + 1
+    pg.sql(
+        f"INSERT INTO customers VALUES ({customer}, 'customer {customer}', NULL);"
+        "INSERT INTO orders (id, customer_id, amount, status)"
+        f" VALUES ({order}, {customer}, {round_}.25, 'new');"
+        f"UPDATE customers SET email = 'c{customer}@example.com' WHERE id = {customer};"
+        f"UPDATE orders SET status = 'paid' WHERE id = {order};"
+    )
+
+
+def run_scenario(scenario: Scenario, pg: PostgresServer, work: Path, intake_url: str, api_key: str) -> None:
+    settings = scenario.settings
+    bootstrap = settings.kafka.bootstrap_servers
+    over_kafka = render(
+        "openlineage.yml", work / "openlineage.yml", bootstrap_servers=bootstrap, topic=settings.kafka.topic
+    )
+    over_http = render(
+        "openlineage-http.yml", work / "openlineage-http.yml", intake_url=intake_url, api_key=api_key
+    )
+
+    def connector(config: Path, name: str) -> Path:
+        return render(
+            "postgres-source.properties",
+            work / f"{name}-connector.properties",
+            connector_name=CONNECTOR,
+            pg_port=pg.port,
+            pg_password="not-needed-trust-auth",
+            pg_database=DATABASE,
+            topic_prefix=TOPIC_PREFIX,
+            slot_name="shop_cdc",
+            openlineage_config=config,
+            job_namespace=JOB[0],
+            bootstrap_servers=bootstrap,
+        )
+
+    watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3)
+    started: list[ConnectWorker] = []
+
+    def new_run(step: str, worker: ConnectWorker) -> str:
+        known = set(scenario.runs.values())
+        watcher.wait(f"a new run ({step})", lambda: bool(set(watcher.run_ids()) - known), worker)
+        (run_id,) = [r for r in watcher.run_ids() if r not in known]
+        scenario.runs[step] = run_id
+        return run_id
+
+    def wrote_both_topics(run_id: str) -> Callable[[], bool]:
+        topics = {(scenario.kafka_namespace(), f"{TOPIC_PREFIX}.public.{t}") for t in TABLES}
+        return lambda: topics <= {d for c in watcher.of_run(run_id) for d in c.datasets("outputs")}
+
+    def has(run_id: str, event_type: str) -> Callable[[], bool]:
+        return lambda: event_type in [c.type for c in watcher.of_run(run_id)]
+
+    def start(name: str, config: Path) -> ConnectWorker:
+        worker = ConnectWorker.start(name, work, bootstrap, connector(config, name))
+        started.append(worker)
+        worker.wait_running(CONNECTOR)
+        return worker
+
+    try:
+        t0 = time.monotonic()
+        worker = start("worker1", over_kafka)
+        run = new_run("first", worker)
+        change_both_tables(pg, 1)
+        watcher.wait("first: outputs on both change topics", wrote_both_topics(run), worker)
+        worker.rest(f"/connectors/{CONNECTOR}/stop", method="PUT")
+        watcher.wait("first: COMPLETE after the connector's stop", has(run, "COMPLETE"), worker)
+        worker.rest(f"/connectors/{CONNECTOR}/resume", method="PUT")
+        worker.wait_running(CONNECTOR)
+        run = new_run("resumed", worker)
+        change_both_tables(pg, 2)
+        watcher.wait("resumed: outputs on both change topics", wrote_both_topics(run), worker)
+        worker.stop()
+        watcher.wait("resumed: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker)
+        scenario.seconds["worker1"] = time.monotonic() - t0
+
+        t0 = time.monotonic()
+        worker = start("worker2", over_http)
+        run = new_run("over_http", worker)
+        change_both_tables(pg, 3)
+        watcher.wait("over_http: outputs on both change topics", wrote_both_topics(run), worker)
+        worker.stop()
+        watcher.wait("over_http: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker)
+        scenario.seconds["worker2"] = time.monotonic() - t0
+
+        t0 = time.monotonic()
+        worker = start("worker3", over_kafka)
+        run = new_run("killed", worker)
+        change_both_tables(pg, 4)
+        watcher.wait("killed: outputs on both change topics", wrote_both_topics(run), worker)
+        worker.kill()
+        scenario.seconds["worker3"] = time.monotonic() - t0
+        watcher.drain(5)
+        assert watcher.of_run(run)[-1].type == "RUNNING"
+        scenario.events = list(watcher.seen)
+    finally:
+        for worker in started:
+            worker.kill()
+        watcher.close()
+
+
+def write_golden(directory: Path, scenario: Scenario) -> None:
+    """The captured events, one JSON per line, in (partition, offset) order, unchanged."""
+    directory.mkdir(parents=True, exist_ok=True)
+    captured = sorted(scenario.events, key=lambda c: (c.partition, c.offset))
+    lines = [json.dumps(c.event, separators=(",", ":")) for c in captured]
+    (directory / "debezium.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def connect_lake(
+    spark: SparkSession,
+    base_settings: Settings,
+    kafka_broker: LocalKafka,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Scenario]:
+    """Runs the connector's four runs into a fresh topic, ingests and builds into a fresh catalog (once)."""
+    work = tmp_path_factory.mktemp("connect")
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = f"connect.{uuid.uuid4().hex[:8]}.runs"
+    settings = lake_settings(spark, base_settings, work, bootstrap_servers=bootstrap, topic=topic)
+    scenario = Scenario(settings)
+    create_topic(bootstrap, topic, 3, kafka_broker.max_message_bytes)
+    api_key = new_key()
+    intake = start_intake(bootstrap, topic, work, api_key_hashes=json.dumps([hash_key(api_key)]))
+    try:
+        with running_postgres() as pg:
+            scenario.pg_namespace = f"postgres://{pg.host}:{pg.port}"
+            make_tables(pg)
+            run_scenario(scenario, pg, work, intake.url, api_key)
+        with urllib.request.urlopen(f"{intake.url}/metrics", timeout=10) as answer:
+            scenario.intake_metrics = answer.read().decode()
+    finally:
+        intake.stop()
+
+    t0 = time.monotonic()
+    progress = run_ingest(spark, settings, trigger="availableNow")
+    scenario.rows_in, scenario.rejected = progress.rows_in, progress.rejected
+    scenario.seconds["ingest"] = time.monotonic() - t0
+    last_event = max(datetime.fromisoformat(c.event["eventTime"][:26]) for c in scenario.events)
+    t0 = time.monotonic()
+    build_lineage(spark, settings, now=last_event.replace(tzinfo=UTC) + SILENCE)
+    scenario.seconds["build"] = time.monotonic() - t0
+    catalog = settings.catalog
+    lake = open_catalog(catalog)
+    for name in (
+        "jobs",
+        "runs",
+        "datasets",
+        "dataset_schemas",
+        "run_io",
+        "job_edges",
+        "dataset_edges",
+        "job_summary",
+    ):
+        scenario.tables[name] = (
+            lake.load_table(f"{catalog.lineage_namespace}.{name}").scan().to_arrow().to_pylist()
+        )
+    scenario.tables["raw"] = lake.load_table(f"{catalog.raw_namespace}.events").scan().to_arrow().to_pylist()
+    golden = os.environ.get("CONNECT_GOLDEN_DIR")
+    if golden:
+        write_golden(Path(golden), scenario)
+    print(f"\nconnect scenario seconds: { {k: round(v, 1) for k, v in scenario.seconds.items()} }")
+    yield scenario
+
+
+def test_every_debezium_event_lands_once(connect_lake: Scenario) -> None:
+    raw = connect_lake.tables["raw"]
+    assert connect_lake.rejected == 0
+    assert connect_lake.rows_in == len(raw) == len(connect_lake.events) > 10
+    assert {(r["job_namespace"], r["job_name"]) for r in raw} == {JOB}
+    assert {r["producer"] for r in raw} == {PRODUCER}
+    print({c.key for c in connect_lake.events})
