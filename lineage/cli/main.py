@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -57,6 +58,13 @@ STATE_NAMES = {
 }
 DEFAULT_DEPTH = 10
 FORMATS = ["html", "dot", "mermaid", "json"]
+# What the object store's clients (pyarrow's S3 client under pyiceberg; boto-style clients) say when a
+# request had no credentials or refused ones.
+_DENIED = re.compile(
+    r"ACCESS_DENIED|AccessDenied|InvalidAccessKeyId|SignatureDoesNotMatch|InvalidToken|ExpiredToken|"
+    r"NoCredentials|Unable to locate credentials|MISSING_AUTHENTICATION_TOKEN|HTTP status 403"
+)
+CLUSTER_ENV = 'eval "$(.venv/bin/python -m lineage.cluster env)"'  # the local stack's keys (README)
 
 
 class Context:
@@ -684,6 +692,32 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     }
 
 
+def credentials_hint(exc: BaseException) -> str | None:
+    """What to do when ``exc`` (or an error it was raised from) is the object store refusing our credentials
+    or finding none; None for any other error."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if _DENIED.search(str(current)):
+            given = (
+                "AWS_ACCESS_KEY_ID is set: wrong or expired keys?"
+                if os.environ.get("AWS_ACCESS_KEY_ID")
+                else "AWS_ACCESS_KEY_ID is not set"
+            )
+            return (
+                f"the object store refused our credentials ({given}); clients read the AWS chain (AWS_* "
+                f"variables, a profile, the machine's role); for the local stack: {CLUSTER_ENV}"
+            )
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    first = str(exc).strip().splitlines()
+    return first[0] if first else ""
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point: one line on stderr and a non-zero exit for every expected failure."""
     try:
@@ -698,7 +732,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except LookupError_ as exc:
-        output.echo(f"lineage: {exc}", err=True)
+        hint = credentials_hint(exc)
+        output.echo(f"lineage: {exc}" + (f"; {hint}" if hint else ""), err=True)
         sys.exit(2)
     except SendFailed as exc:
         output.echo(f"lineage: {exc}", err=True)
@@ -708,9 +743,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("LINEAGE_DEBUG"):
             raise
-        first = str(exc).strip().splitlines()
+        hint = credentials_hint(exc)
+        if hint is not None:  # not unexpected: the question cannot be answered without the keys
+            output.echo(f"lineage: {_first_line(exc)[:300].rstrip('. ')}; {hint}", err=True)
+            sys.exit(2)
         click.echo(
-            f"lineage: unexpected {type(exc).__name__}: {first[0] if first else ''} "
+            f"lineage: unexpected {type(exc).__name__}: {_first_line(exc)} "
             "(LINEAGE_DEBUG=1 shows the traceback)",
             err=True,
         )
