@@ -17,7 +17,7 @@ import sys
 from lineage.batch.build import BuildError
 from lineage.instrument import observed_build
 from lineage.io.lease import BUSY_EXIT, LakeBusy
-from lineage.jobstart import start_job
+from lineage.jobstart import catalog_failures, start_job
 from lineage.settings import cli_instant, cli_interval
 from lineage.stopping import JobStopped, stop_on_signals
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings, spark = start_job("build_lineage", checkpoint=False)
     out = logging.getLogger("build_lineage")
-    with stop_on_signals(spark) as stop:
+    with catalog_failures("build_lineage", settings), stop_on_signals(spark) as stop:
         try:
             if args.every is not None:
                 from lineage.batch.schedule import build_every

@@ -11,7 +11,7 @@ import logging
 import sys
 
 from lineage.instrument import observed_ingest
-from lineage.jobstart import start_job
+from lineage.jobstart import catalog_failures, start_job
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = {"kafka": {"topic": args.topic}} if args.topic else {}
     settings, spark = start_job("ingest_events", checkpoint=True, **overrides)
-    progress = observed_ingest(spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets)
+    with catalog_failures("ingest_events", settings):
+        progress = observed_ingest(
+            spark, settings, trigger=args.trigger, starting_offsets=args.starting_offsets
+        )
     logging.getLogger("ingest_events").info(
         "done: %d batches, %d messages read, %d landed, %d rejected, %d already landed",
         progress.batches,

@@ -15,7 +15,7 @@ import sys
 
 from lineage.instrument import observed_maintenance
 from lineage.io.lease import BUSY_EXIT, LakeBusy
-from lineage.jobstart import start_job
+from lineage.jobstart import catalog_failures, start_job
 from lineage.settings import cli_instant
 from lineage.stopping import JobStopped, stop_on_signals
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings, spark = start_job("maintain_lake", checkpoint=False)
     try:
-        with stop_on_signals(spark) as stop:
+        with catalog_failures("maintain_lake", settings), stop_on_signals(spark) as stop:
             result = observed_maintenance(spark, settings, now=args.now, stop=stop)
     except JobStopped as exc:
         print(f"maintain_lake: {exc}; the lease is released and the next run does the rest", file=sys.stderr)

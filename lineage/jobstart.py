@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from lineage.io.preflight import ConfigError, check_settings
+from lineage.io.preflight import ConfigError, catalog_failure, check_settings
 from lineage.settings import Settings, load_settings
 from lineage.spark import build_session
+from lineage.stopping import JobStopped
 
 
 def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings, SparkSession]:
@@ -25,7 +29,7 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
 
     Returns:
         the settings and the session. On a setting that does not work: one line on stderr naming it, then
-        ``SystemExit(2)``.
+        ``SystemExit(2)``; on an embedded catalog locked by another process ``SystemExit(75)``.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -34,7 +38,7 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
         check_settings(settings, checkpoint=checkpoint)
     except ConfigError as exc:
         print(f"{job}: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(exc.exit_code) from None
     try:
         return settings, build_session(settings, job.replace("_", "-"))
     except Py4JJavaError as exc:
@@ -43,6 +47,22 @@ def start_job(job: str, *, checkpoint: bool, **overrides: Any) -> tuple[Settings
             raise
         print(f"{job}: {refused_by_master(master, settings, exc)}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+@contextlib.contextmanager
+def catalog_failures(job: str, settings: Settings) -> Iterator[None]:
+    """An error of the catalog's storage in the block (a catalog database locked by another process or
+    read-only, a warehouse that cannot be written: :func:`lineage.io.preflight.catalog_failure`) ends the
+    job with one line on stderr naming it and the path or URI, and ``SystemExit`` 75 (locked: run again
+    later) or 2 (read-only). Any other error goes on (``LINEAGE_DEBUG=1``: every error does)."""
+    try:
+        yield
+    except Exception as exc:
+        problem = None if isinstance(exc, JobStopped) else catalog_failure(exc, settings.catalog)
+        if problem is None or os.environ.get("LINEAGE_DEBUG"):
+            raise
+        print(f"{job}: {problem}", file=sys.stderr)
+        raise SystemExit(problem.exit_code) from None
 
 
 def refused_by_master(master: str, settings: Settings, exc: Py4JJavaError) -> str:

@@ -171,7 +171,10 @@ class LineageStore:
             try:
                 self._catalog = open_catalog(cat)
             except Exception as exc:
-                raise LookupError_(f"cannot open catalog {cat.name!r}: {_first_line(exc)}") from exc
+                where = cat.sqlite_path if cat.embedded else cat.properties.get("uri", "?")
+                raise LookupError_(
+                    f"cannot open catalog {cat.name!r} at {where}: {_first_line(exc)}"
+                ) from exc
         return self._catalog
 
     def _embedded_table(self, ident: tuple[str, str]) -> Any:

@@ -4,6 +4,11 @@ Started against a wrong configuration, a job otherwise fails late and deep: Spar
 retries an unreachable master for about a minute, Iceberg's and Hadoop's S3 clients retry refused requests,
 and what finally surfaces is a JVM stack trace. These checks take a second or two, need no JVM, and raise
 :class:`ConfigError` with one line naming what is wrong and where.
+
+The embedded catalog's SQLite file can also be locked by another process, or be (or sit in) a read-only
+file system, when the job starts or while it runs: :func:`check_catalog` tries a write transaction and a
+file in each folder before the JVM starts, and :func:`catalog_failure` names such an error raised later
+(by pyiceberg, SQLAlchemy, or the JVM's SQLite driver and file system) in one line.
 """
 
 from __future__ import annotations
@@ -11,14 +16,30 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sqlite3
+import tempfile
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from lineage.settings import CatalogSettings, KafkaSettings, Settings, is_uri
 
+CONFIG_EXIT = 2  # a setting does not work (or points at something read-only): fix it, then run again
+LOCKED_EXIT = 75  # the catalog is locked by another process: try again later (sysexits' EX_TEMPFAIL)
+LOCK_WAIT_SECONDS = 5.0  # how long the preflight waits for another process's SQLite transaction
+
 
 class ConfigError(Exception):
     """A setting points at something that does not answer as it should. One line for the user."""
+
+    exit_code = CONFIG_EXIT
+
+
+class CatalogLocked(ConfigError):
+    """The catalog's database is locked by another process (a transaction that does not end)."""
+
+    exit_code = LOCKED_EXIT
 
 
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^\"')]+)")
@@ -60,6 +81,12 @@ def check_catalog(catalog: CatalogSettings) -> Any:
                 raise ConfigError(f"cannot create the {what} {folder}: {exc.strerror}") from exc
             if not os.access(folder, os.W_OK | os.X_OK):
                 raise ConfigError(f"the {what} {folder} is not writable")
+            try:  # a read-only file system (or attribute) refuses root too, whom os.access lets through
+                with tempfile.TemporaryFile(dir=folder, prefix=".lineage-preflight-"):
+                    pass
+            except OSError as exc:
+                raise ConfigError(f"the {what} {folder} is not writable: {exc.strerror}") from exc
+        check_sqlite(Path(catalog.sqlite_path))
         return None
     from lineage.io.catalog import open_catalog
 
@@ -72,6 +99,81 @@ def check_catalog(catalog: CatalogSettings) -> Any:
             f"Iceberg catalog {catalog.name!r} at {where} does not answer: {_first_line(exc)}"
         ) from exc
     return iceberg
+
+
+def check_sqlite(path: Path, wait_s: float = LOCK_WAIT_SECONDS) -> None:
+    """The embedded catalog's SQLite file (when it exists) takes a write within ``wait_s`` (rolled back)."""
+    if not path.is_file():
+        return  # the session creates it, in a folder checked writable
+    try:
+        uri = f"{path.resolve().as_uri()}?mode=rw"
+        with closing(sqlite3.connect(uri, uri=True, timeout=wait_s, isolation_level=None)) as db:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            db.execute("BEGIN IMMEDIATE")  # waits for another process's transaction, up to wait_s
+            try:
+                # A file SQLite could open for reading only fails here, not at the BEGIN.
+                db.execute(f"PRAGMA user_version = {version}")
+            finally:
+                db.execute("ROLLBACK")
+    except sqlite3.Error as exc:
+        raise _sqlite_problem(str(path), str(exc)) or ConfigError(
+            f"the catalog database {path} cannot be written: {_first_line(exc)}"
+        ) from exc
+
+
+# What SQLite (Python's sqlite3, sqlite-jdbc) and the file systems (Python, Java, Hadoop) say.
+_LOCKED = re.compile(r"database (table )?is locked|SQLITE_BUSY|SQLITE_LOCKED")
+_READ_ONLY_DATABASE = re.compile(r"readonly database|SQLITE_READONLY")
+_NOT_WRITABLE = re.compile(
+    r"readonly database|SQLITE_READONLY|Read-only file system|\[Errno 30\]|Permission denied|"
+    r"AccessDeniedException|Operation not permitted|Mkdirs failed"
+)
+
+
+def _locked(where: str, reason: str) -> CatalogLocked:
+    return CatalogLocked(
+        f"the catalog database {where} is locked by another process ({reason}); run again once it is free"
+    )
+
+
+def _sqlite_problem(where: str, text: str) -> ConfigError | None:
+    locked = _LOCKED.search(text)
+    if locked:
+        return _locked(where, locked.group(0))
+    denied = _NOT_WRITABLE.search(text)
+    if denied:
+        return ConfigError(f"the catalog database {where} (or its folder) is read-only ({denied.group(0)})")
+    return None
+
+
+def catalog_failure(exc: BaseException, catalog: CatalogSettings) -> ConfigError | None:
+    """The one line for an error of the catalog's storage raised while a job runs (``exc`` or an error it
+    was raised from): a locked or read-only catalog database, a warehouse that cannot be written. None for
+    any other error. A Java error's text holds its whole stack, causes included."""
+    if catalog.embedded:
+        database, warehouse = str(catalog.sqlite_path), str(catalog.warehouse)
+    else:
+        database = catalog.properties.get("uri") or catalog.properties.get("type", "?")
+        warehouse = catalog.properties.get("warehouse") or "\0"  # never in a message
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        locked = _LOCKED.search(text)
+        if locked and (catalog.embedded or "sqlite" in text.lower()):
+            return _locked(database, locked.group(0))
+        # SQLite's own words name the database; a file system's error names the path it refused.
+        read_only = _READ_ONLY_DATABASE.search(text)
+        denied = read_only or _NOT_WRITABLE.search(text)
+        if denied and (read_only or (warehouse not in text and database in text)):
+            return ConfigError(
+                f"the catalog database {database} (or its folder) is read-only ({denied.group(0)})"
+            )
+        if denied and warehouse in text:
+            return ConfigError(f"the warehouse {warehouse} is not writable ({denied.group(0)})")
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _s3_filesystem(props: dict[str, str]) -> Any:
