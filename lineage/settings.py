@@ -337,6 +337,9 @@ class LocalClusterSettings(_Section):
     history_port: int = 18180
     s3_port: int = 9400
     catalog_port: int = 8281
+    # The address the REST catalog server listens on (it authenticates nobody): loopback unless set,
+    # e.g. "0.0.0.0" for every interface behind a firewall or a proxy that authenticates.
+    catalog_host: str = "127.0.0.1"
     bucket: str = "lake"
     region: str = "us-east-1"
 

@@ -1,7 +1,7 @@
 """A scale-out stack on one machine, from the package registries only (no containers).
 
 Every service is a process in its own session, with its configuration, log and pid file in
-``<data_dir>/<service>/``, bound to 127.0.0.1:
+``<data_dir>/<service>/``, bound to 127.0.0.1 (the REST catalog to ``catalog_host``, loopback unless set):
 
 - ``s3``: S3Proxy (Maven Central ``org.gaul:s3proxy``), the S3 API over ``<data_dir>/s3/data`` (a bucket is
   a folder, an object a file). It accepts only the keys this module generates on first start and keeps in
@@ -10,7 +10,9 @@ Every service is a process in its own session, with its configuration, log and p
 - ``catalog``: Iceberg's REST catalog server (``org.apache.iceberg.rest.RESTCatalogServer`` from Maven
   Central, the server of the apache/iceberg-rest-fixture image) over a JdbcCatalog on the SQLite file
   ``<data_dir>/catalog/catalog.db``, so the catalog survives a restart; table metadata and data go to
-  ``s3://<bucket>/warehouse``. It binds every interface (it has no host setting) on ``catalog_port``.
+  ``s3://<bucket>/warehouse``. That server has no host setting (it listens on every interface), so it runs
+  behind ``RestCatalogOnHost.java`` (beside this module, started from source by the JDK): the same catalog
+  and servlet on ``catalog_host:catalog_port``. It authenticates no client: keep it on loopback.
 - ``master`` and ``worker-<n>``: Spark standalone from the pyspark wheel's ``bin/spark-class`` (the wheel
   has no ``sbin/start-*.sh``). Workers have ``worker_cores`` cores and ``worker_memory`` each. Their RPC
   is authenticated and encrypted (``spark.authenticate``, ``spark.network.crypto.enabled``) with a secret
@@ -47,6 +49,7 @@ from lineage.settings import LocalClusterSettings, spark_auth_properties
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 240.0
+REST_SERVER_SOURCE = Path(__file__).with_name("RestCatalogOnHost.java")
 DAEMON_HEAP = "256m"
 
 
@@ -187,6 +190,14 @@ class Credentials:
         }
 
 
+def _client_host(bind: str) -> str:
+    """The host a client on this machine uses for a server bound to ``bind`` (a wildcard: loopback)."""
+    host = bind.strip()
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def _write_private(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -215,7 +226,7 @@ class LocalStack:
 
     @property
     def catalog_uri(self) -> str:
-        return f"http://127.0.0.1:{self.settings.catalog_port}"
+        return f"http://{_client_host(self.settings.catalog_host)}:{self.settings.catalog_port}"
 
     @property
     def master_url(self) -> str:
@@ -348,7 +359,14 @@ class LocalStack:
         }
         return Service(
             "catalog",
-            ["java", "-Xmx256m", "-cp", f"{jars}/*", "org.apache.iceberg.rest.RESTCatalogServer"],
+            [
+                "java",
+                "-Xmx256m",
+                f"-Dlineage.rest.host={self.settings.catalog_host}",
+                "-cp",
+                f"{jars}/*",
+                str(REST_SERVER_SOURCE),  # RESTCatalogServer's catalog on one address (see that file)
+            ],
             folder,
             self.settings.catalog_port,
             env=env,

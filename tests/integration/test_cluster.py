@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,18 +32,28 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pyarrow as pa
 import pytest
 from pyiceberg.expressions import EqualTo
 from pyspark.sql import SparkSession
 
 from lineage.batch.build import BUILD_TABLES, RANGE, build_lineage
+from lineage.cli.main import CLUSTER_ENV
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic
 from lineage.io.preflight import ConfigError, check_settings
 from lineage.io.publish import publish_raw
 from lineage.settings import Settings
-from tests.fixtures.cluster import REPO, Cluster, Submitted, executors_per_worker, finished, wait_for
+from tests.fixtures.cluster import (
+    REPO,
+    Cluster,
+    Submitted,
+    executors_per_worker,
+    finished,
+    listening_addresses,
+    wait_for,
+)
 from tests.fixtures.lake import LAB_ALIAS_RULES, lake_settings
 from tests.fixtures.pipeline import stuck_run_events
 from tests.integration.test_ingest import _mixed_messages, coordinates, expected_coordinates, publish_lab
@@ -364,6 +375,41 @@ def test_cli_answers_from_the_rest_catalog(on_cluster: ClusterRun, cluster: Clus
     assert result.returncode == 0, result.stderr
     assert "fh-local/supplier-stats" in result.stdout
     assert "stuck-for-close-run" in result.stdout
+
+
+def test_the_rest_catalog_listens_on_loopback_only(cluster: Cluster) -> None:
+    """It authenticates nobody: by default only this machine reaches it (Iceberg's server alone listens on
+    every interface)."""
+    port = cluster.stack.settings.catalog_port
+    assert listening_addresses(port) == {"127.0.0.1"}  # IPv4 loopback (or its IPv6-mapped form) only
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/config", timeout=10) as response:
+        assert response.status == 200
+
+
+def test_the_cli_without_the_object_stores_keys_says_how_to_get_them(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The REST catalog answers without keys, the object store does not: one line naming the remedy."""
+    for key, value in cluster.stack.credentials().env().items():
+        monkeypatch.setenv(key, value)
+    namespace = f"nokeys_{uuid.uuid4().hex[:8]}"  # a table of its own: the lineage tables stay untouched
+    catalog = open_catalog(cluster.settings().catalog)
+    catalog.create_namespace(namespace)
+    table = catalog.create_table((namespace, "runs"), pa.schema([pa.field("run_id", pa.string())]))
+    table.append(pa.table({"run_id": ["r"]}))
+    env = {**os.environ, **cluster.env(LINEAGE__CATALOG__LINEAGE_NAMESPACE=namespace)}
+    result = subprocess.run(
+        [str(Path(env["PYSPARK_PYTHON"]).parent / "lineage"), "runs"],
+        cwd=REPO,
+        env={k: v for k, v in env.items() if not k.startswith("AWS_")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "ACCESS_DENIED" in lines[0], result.stderr
+    assert "AWS_ACCESS_KEY_ID is not set" in lines[0] and lines[0].endswith(CLUSTER_ENV)
 
 
 # -- misconfiguration: one line, before any JVM ----------------------------------------------------------

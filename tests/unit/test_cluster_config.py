@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from lineage.cluster.stack import LocalStack, deep_merge, dump_toml, settings_file
+from lineage.cluster.stack import (
+    REST_SERVER_SOURCE,
+    Credentials,
+    LocalStack,
+    deep_merge,
+    dump_toml,
+    settings_file,
+)
 from lineage.cluster.submit import submit_command
 from lineage.io.local_kafka import free_port
 from lineage.io.preflight import ConfigError, _s3a_as_iceberg, check_catalog, check_master
@@ -172,3 +179,27 @@ def test_embedded_catalog_folder_that_cannot_be_made_is_one_line(tmp_path: Path)
     with pytest.raises(ConfigError, match=r"cannot create the warehouse .*a-file/warehouse: Not a directory"):
         check_catalog(settings)
     assert (tmp_path / "ok").is_dir()  # the catalog database's folder came first and was made
+
+
+def test_the_rest_catalog_server_binds_loopback_unless_told_otherwise(tmp_path: Path) -> None:
+    """Iceberg's RESTCatalogServer listens on every interface and has no host setting: the stack runs its
+    catalog through RestCatalogOnHost.java, bound to [local_cluster] catalog_host (127.0.0.1 by default)."""
+    jars = tmp_path / "jars"
+    (jars / "iceberg-rest").mkdir(parents=True)
+    (jars / "iceberg-rest" / "iceberg-open-api-1.11.0-test-fixtures.jar").write_bytes(b"")
+    keys = Credentials("KEY", "SECRET", "us-east-1")
+
+    def catalog(**host: str) -> tuple[LocalStack, list[str]]:
+        stack = LocalStack(LocalClusterSettings(data_dir=tmp_path / "stack", jars_dir=jars, **host))
+        return stack, stack.catalog(keys).argv
+
+    stack, argv = catalog()
+    assert "-Dlineage.rest.host=127.0.0.1" in argv
+    assert argv[-1] == str(REST_SERVER_SOURCE) and REST_SERVER_SOURCE.is_file()
+    assert "org.apache.iceberg.rest.RESTCatalogServer" not in argv  # its main binds every interface
+    assert stack.catalog_uri == "http://127.0.0.1:8281"
+    stack, argv = catalog(catalog_host="0.0.0.0")
+    assert "-Dlineage.rest.host=0.0.0.0" in argv
+    assert stack.catalog_uri == "http://127.0.0.1:8281"  # clients on this machine still use loopback
+    assert catalog(catalog_host="10.1.2.3")[0].catalog_uri == "http://10.1.2.3:8281"
+    assert catalog(catalog_host="::1")[0].catalog_uri == "http://[::1]:8281"
