@@ -336,10 +336,131 @@ def connect_lake(
     yield scenario
 
 
-def test_every_debezium_event_lands_once(connect_lake: Scenario) -> None:
+def test_every_debezium_event_lands_once_keyed_by_its_job(connect_lake: Scenario) -> None:
     raw = connect_lake.tables["raw"]
     assert connect_lake.rejected == 0
     assert connect_lake.rows_in == len(raw) == len(connect_lake.events) > 10
     assert {(r["job_namespace"], r["job_name"]) for r in raw} == {JOB}
     assert {r["producer"] for r in raw} == {PRODUCER}
-    print({c.key for c in connect_lake.events})
+    # openlineage-java's Kafka transport keys by job; the intake keys the HTTP run's events the same way.
+    assert {r["kafka_key"] for r in raw} == {"run:connect-shop/shop.0"}
+    # Debezium masks the password in its debezium_config run facet itself.
+    configs = {
+        line for c in connect_lake.events for line in c.event["run"]["facets"]["debezium_config"]["configs"]
+    }
+    assert "database.password=********" in configs
+
+
+def test_one_worker_start_sent_over_http_through_the_intake(connect_lake: Scenario) -> None:
+    run_id = connect_lake.runs["over_http"]
+    over_http = [c for c in connect_lake.events if c.run_id == run_id]
+    kinds = [c.type for c in over_http]
+    assert (kinds[0], kinds[-1]) == ("START", "COMPLETE")
+    accepted = [
+        line
+        for line in connect_lake.intake_metrics.splitlines()
+        if line.startswith("lineage_intake_events_total")
+    ]
+    assert accepted == [f'lineage_intake_events_total{{outcome="accepted"}} {float(len(over_http))}']
+    landed = [r for r in connect_lake.tables["raw"] if r["run_id"] == run_id]
+    assert len(landed) == len(over_http)
+
+
+def test_connector_job_carries_its_configured_metadata(connect_lake: Scenario) -> None:
+    (job,) = connect_lake.tables["jobs"]
+    assert (job["job_namespace"], job["job_name"]) == JOB
+    assert (job["integration"], job["job_type"], job["processing_type"]) == ("DEBEZIUM", "TASK", "STREAMING")
+    assert job["description"] == "CDC of the shop database (customers, orders) into Kafka"
+    assert [(o["name"], o["type"]) for o in job["owners"]] == [
+        ("Lineage Team", "maintainer"),
+        ("Data Platform", "owner"),
+    ]
+    assert {(t["key"], t["value"]) for t in job["tags"]} == {
+        ("env", "test"),
+        ("team", "lineage"),
+        ("source", "postgresql"),
+    }
+
+
+def test_runs_complete_on_stop_and_the_killed_worker_is_lost(connect_lake: Scenario) -> None:
+    runs = {step: connect_lake.run(step) for step in connect_lake.runs}
+    assert {step: (r["reported_state"], r["inferred_state"]) for step, r in runs.items()} == {
+        "first": ("COMPLETE", "COMPLETE"),  # the connector stopped through the REST API
+        "resumed": ("COMPLETE", "COMPLETE"),  # the worker stopped with SIGTERM
+        "over_http": ("COMPLETE", "COMPLETE"),
+        "killed": ("RUNNING", "LOST"),  # SIGKILL: no terminal event
+    }
+    for step, run in runs.items():
+        assert run["run_id"][14] == "7", step  # UUIDv7: every task start is a new run
+        assert (run["processing_engine_name"], run["processing_engine_version"]) == (
+            "Debezium",
+            "3.5.0.Final",
+        )
+        assert run["openlineage_adapter_version"] == "1.31.0"
+        assert run["error_message"] is None
+    for step in ("first", "resumed", "over_http"):
+        assert runs[step]["started_at"] < runs[step]["ended_at"]
+    killed = runs["killed"]
+    assert killed["ended_at"] is None and killed["silent_seconds"] >= SILENCE.total_seconds()
+    # Debezium sends RUNNING as it handles records, a burst at a time: the median gap is well under a
+    # second, so the 900 s floor is the threshold.
+    assert killed["threshold_seconds"] == 900.0
+    assert "median heartbeat" in killed["liveness_reason"]
+    (summary,) = connect_lake.tables["job_summary"]
+    assert (summary["run_count"], summary["completed_runs"], summary["lost_runs"]) == (4, 3, 1)
+    assert summary["last_run_state"] == "LOST"
+
+
+def test_tables_are_inputs_with_their_schemas_and_change_topics_outputs(connect_lake: Scenario) -> None:
+    pg, kafka = connect_lake.pg_namespace, connect_lake.kafka_namespace()
+    tables = {t: connect_lake.dataset_id(pg, f"{DATABASE}.public.{t}") for t in TABLES}
+    topics = {t: connect_lake.dataset_id(kafka, f"{TOPIC_PREFIX}.public.{t}") for t in TABLES}
+    schemas = {d["dataset_id"]: d["schema_fields"] for d in connect_lake.tables["datasets"]}
+    assert [(f["name"], f["type"]) for f in schemas[tables["customers"]]] == [
+        ("id", "int4"),
+        ("name", "text"),
+        ("email", "varchar"),
+    ]
+    assert [(f["name"], f["type"]) for f in schemas[tables["orders"]]] == [
+        ("id", "int4"),
+        ("customer_id", "int4"),
+        ("amount", "numeric"),
+        ("status", "text"),
+        ("placed_at", "timestamptz"),
+    ]
+    # A change topic's schema is Debezium's envelope: before/after rows, source metadata, op, times.
+    for topic in topics.values():
+        assert [f["name"] for f in schemas[topic]] == [
+            "before",
+            "after",
+            "source",
+            "transaction",
+            "op",
+            "ts_ms",
+            "ts_us",
+            "ts_ns",
+        ]
+    assert len(connect_lake.tables["datasets"]) == 4
+    # Every run, the killed one too, read both tables and wrote both topics.
+    io = {(r["run_id"], r["dataset_id"], r["direction"]) for r in connect_lake.tables["run_io"]}
+    for step, run in connect_lake.runs.items():
+        assert {(d, direction) for r, d, direction in io if r == run} == {
+            *((t, "input") for t in tables.values()),
+            *((t, "output") for t in topics.values()),
+        }, step
+
+
+def test_each_table_feeds_its_change_topic(connect_lake: Scenario) -> None:
+    pg, kafka = connect_lake.pg_namespace, connect_lake.kafka_namespace()
+    tables = {t: connect_lake.dataset_id(pg, f"{DATABASE}.public.{t}") for t in TABLES}
+    topics = {t: connect_lake.dataset_id(kafka, f"{TOPIC_PREFIX}.public.{t}") for t in TABLES}
+    edges = {
+        (e["source_dataset_id"], e["target_dataset_id"], e["job_namespace"], e["job_name"])
+        for e in connect_lake.tables["dataset_edges"]
+    }
+    for table in TABLES:
+        assert (tables[table], topics[table], *JOB) in edges
+    # Debezium reports each table and each topic in events of their own, with nothing pairing them (no
+    # column lineage, no symlink): job-level lineage joins every input of the job to every output, so the
+    # crossed pairs (customers -> the orders topic and back) are edges too.
+    assert edges == {(t, o, *JOB) for t in tables.values() for o in topics.values()}
