@@ -6,7 +6,7 @@
   ``jobs/ingest_events.py --trigger availableNow`` runs inside its self-instrumentation wrapper
   ``observed_ingest``, left out here): every message in the topic lands in the raw tables.
 - ``parse``: the parse-only bound. The same Kafka source (:func:`lineage.ingest.stream.kafka_source`) and the
-  same envelope parsing (:func:`lineage.transforms.envelope.parse_messages`) into Spark's ``noop`` sink,
+  same validation (:func:`lineage.ingest.verdicts.parse_messages`) into Spark's ``noop`` sink,
   ``availableNow``: read the topic, parse every envelope, write nothing.
 - ``read``: the read-only bound: the same Kafka source into the ``noop`` sink, nothing parsed (what
   reading the topic alone costs on this machine).
@@ -92,8 +92,8 @@ def _ingest(settings: Settings, result: dict[str, Any], trigger: str | None) -> 
 
 def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: bool = True) -> None:
     from lineage.ingest.stream import kafka_source
+    from lineage.ingest.verdicts import parse_messages
     from lineage.spark import build_session
-    from lineage.transforms.envelope import parse_messages
 
     spark = build_session(settings, "bench-parse" if parse else "bench-read")
     result["session_ready"] = time.time()
@@ -101,7 +101,7 @@ def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: 
     result["work_start"] = time.time()
     source = kafka_source(spark, settings, "earliest")
     query = (
-        (parse_messages(source) if parse else source)
+        (parse_messages(source, max_future_seconds=settings.ingest.max_future_seconds) if parse else source)
         .writeStream.format("noop")
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)

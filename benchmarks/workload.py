@@ -1154,7 +1154,7 @@ def malformed(spec: Spec, rng: random.Random) -> Message:
         "job": {"namespace": spec.job.namespace, "name": spec.job.name},
     }
     key = message_key(spec)
-    kind = rng.randrange(11)
+    kind = rng.randrange(MALFORMED_KINDS)
     if kind == 0:
         return Message(key, rng.choice((None, b"", b"  \n")), "malformed", "EMPTY_VALUE")
     if kind == 1:
@@ -1182,8 +1182,22 @@ def malformed(spec: Spec, rng: random.Random) -> Message:
     if kind == 9:
         envelope["run"]["runId"] = f"run-{rng.randrange(10**6)}"
         return Message(key, json.dumps(envelope).encode(), "malformed", "INVALID_RUN_ID")
-    envelope["eventTime"] = "1969-12-31T23:59:59Z"  # a real instant, before the accepted range
-    return Message(key, json.dumps(envelope).encode(), "malformed", "EVENT_TIME_OUT_OF_RANGE")
+    if kind == 10:
+        envelope["eventTime"] = "1969-12-31T23:59:59Z"  # a real instant, before the accepted range
+        return Message(key, json.dumps(envelope).encode(), "malformed", "EVENT_TIME_OUT_OF_RANGE")
+    if kind == 11:
+        one = json.dumps(envelope).encode()  # two events in one message, one a line (JSON Lines)
+        return Message(key, one + b"\n" + one + b"\n", "malformed", "TRAILING_DATA")
+    if kind == 12:
+        text = json.dumps(envelope).encode()  # a number beyond the parser's 1,000 digits
+        return Message(
+            key, text[:-1] + b', "size": ' + b"9" * 1001 + b"}", "malformed", "JSON_LIMIT_EXCEEDED"
+        )
+    envelope["eventTime"] = "9999-12-31T23:59:59Z"  # far beyond ingest.max_future_seconds
+    return Message(key, json.dumps(envelope).encode(), "malformed", "EVENT_TIME_IN_FUTURE")
+
+
+MALFORMED_KINDS = 14  # one per rejection reason (lineage.events.rules.REASONS)
 
 
 # -- spool files ----------------------------------------------------------------------------------------

@@ -267,6 +267,9 @@ class IngestSettings(_Section):
     max_offsets_per_trigger: int | None = None
     # Target data file size for the raw tables (Iceberg write.target-file-size-bytes).
     target_file_size_bytes: int = 128 * MIB
+    # An event whose eventTime is more than this after the message was received is refused
+    # (EVENT_TIME_IN_FUTURE), by the ingestion and by the HTTP intake alike; 0: no limit.
+    max_future_seconds: float = Field(default=86_400, ge=0)
 
 
 class BuildSettings(_Section):

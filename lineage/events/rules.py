@@ -18,8 +18,11 @@ The checks run in this order, the first one that fails gives the reason (``CHECK
 
 1. ``EMPTY_VALUE``: no bytes other than ``BLANK`` ones (null, empty, whitespace only);
 2. ``NOT_UTF8``: not valid UTF-8;
-3. ``NOT_JSON``: no JSON value at the start, after JSON whitespace, within ``JSON_LIMITS``; what follows
-   a complete first value is ignored, as Spark's ``parse_json`` ignores it;
+3. ``NOT_JSON``: no JSON value at the start, after JSON whitespace;
+   ``JSON_LIMIT_EXCEEDED``: a JSON value, but beyond one of ``JSON_LIMITS`` (Spark's parser refuses it;
+   the detail names the limit);
+   ``TRAILING_DATA``: a complete first value followed by more than JSON whitespace (a second document,
+   ``{...}{...}`` or ``{...}\n{...}``, or anything else): one message is one event, never half of two;
 4. ``NOT_JSON_OBJECT``: that value is not an object;
 5. ``MISSING_FIELD`` / ``INVALID_FIELD_TYPE``: the first of ``COMMON_FIELDS`` that is absent, JSON null or
    not a string;
@@ -37,7 +40,11 @@ The checks run in this order, the first one that fails gives the reason (``CHECK
    ``EVENT_TYPES``;
 10. ``INVALID_RUN_ID``: a RunEvent whose ``run.runId`` does not match ``UUID_PATTERN`` as the whole
     string (no surrounding whitespace, no final newline: Spark anchors with ``\z``, Python uses
-    ``fullmatch``).
+    ``fullmatch``);
+11. ``EVENT_TIME_IN_FUTURE``: an event valid by every check above whose ``eventTime`` is more than
+    ``ingest.max_future_seconds`` after the time the message was received: the Kafka record's timestamp,
+    or the ingestion's clock if that is earlier (the intake: its clock when the request arrived). A
+    producer whose clock runs ahead would otherwise keep its runs RUNNING until that time.
 
 Run ids are case-insensitive hex: the envelope columns ``run_id``, ``parent_run_id`` and ``root_run_id``
 hold them in lower case (``event_json`` keeps the event as received).
@@ -60,6 +67,9 @@ UNKNOWN_EVENT_TYPE = "UNKNOWN_EVENT_TYPE"
 INVALID_RUN_ID = "INVALID_RUN_ID"
 UNKNOWN_EVENT_KIND = "UNKNOWN_EVENT_KIND"
 EVENT_TIME_OUT_OF_RANGE = "EVENT_TIME_OUT_OF_RANGE"
+JSON_LIMIT_EXCEEDED = "JSON_LIMIT_EXCEEDED"
+TRAILING_DATA = "TRAILING_DATA"
+EVENT_TIME_IN_FUTURE = "EVENT_TIME_IN_FUTURE"
 
 REASONS = (
     EMPTY_VALUE,
@@ -73,6 +83,9 @@ REASONS = (
     INVALID_RUN_ID,
     UNKNOWN_EVENT_KIND,
     EVENT_TIME_OUT_OF_RANGE,
+    JSON_LIMIT_EXCEEDED,
+    TRAILING_DATA,
+    EVENT_TIME_IN_FUTURE,
 )
 
 EVENT_TYPES = ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
@@ -130,9 +143,15 @@ MAX_OFFSET_MINUTES = 18 * 60
 class JsonLimits:
     """What Spark's JSON parser (Jackson's default ``StreamReadConstraints``) refuses; measured on Spark 4.1.
 
-    A message beyond any of these is ``NOT_JSON`` for ``try_parse_json``; the Python validator applies
-    the same limits. Lengths of names and strings are counted in UTF-16 code units, as Java counts them.
-    Spark's parser also refuses duplicate keys in an object (at any depth) and NaN/Infinity.
+    A message beyond any of these is ``JSON_LIMIT_EXCEEDED`` (``try_parse_json`` gives null); the Python
+    validator applies the same limits. Lengths of names and strings are counted in UTF-16 code units, as
+    Java counts them. Spark's parser also refuses duplicate keys in an object (at any depth) and
+    NaN/Infinity (``NOT_JSON``).
+
+    They cannot be raised: Spark 4.1's ``parse_json`` builds its Jackson parser with the JVM's default
+    constraints and has no option for them. Jackson's JVM-wide override of those defaults would reach the
+    driver's JVM only, not the executors of a cluster, and the two would then judge one message
+    differently.
     """
 
     max_depth: int = 1000  # nested objects and arrays, the outermost one counted
@@ -149,6 +168,14 @@ DETAIL_VALUE_CHARS = 100
 DETAIL_EMPTY = "message value is null, empty or blank"
 DETAIL_NOT_UTF8 = "message value is not valid UTF-8"
 DETAIL_NOT_JSON = "message value is not valid JSON"
+DETAIL_TRAILING_DATA = "message value holds more than its first JSON value: one message must hold one event"
+DETAIL_JSON_LIMIT_PREFIX = "message value is beyond the JSON parser's limits: "  # + one of these
+DETAIL_LIMIT_DEPTH = f"nested deeper than {JSON_LIMITS.max_depth} levels"
+DETAIL_LIMIT_NUMBER = f"a number of more than {JSON_LIMITS.max_number_digits} digits"
+DETAIL_LIMIT_NAME = f"an object key longer than {JSON_LIMITS.max_name_length} characters"
+DETAIL_LIMIT_STRING = f"a string value longer than {JSON_LIMITS.max_string_length} characters"
+DETAIL_EVENT_TIME_FUTURE_PREFIX = "eventTime is more than "  # + N, then the suffix and the value
+DETAIL_EVENT_TIME_FUTURE_SUFFIX = " s after the message was received: "
 DETAIL_NOT_OBJECT_PREFIX = "JSON value is not an object but "  # + one of JSON_TYPE_NAMES
 DETAIL_UNKNOWN_KIND = "JSON object has none of run, job or dataset"
 DETAIL_EVENT_TIME_PREFIX = "eventTime is not an ISO-8601 timestamp: "
@@ -164,6 +191,11 @@ DETAIL_EVENT_TIME_RANGE_PREFIX = (
 # any other number is DOUBLE. JSON null is VOID.
 JSON_TYPE_NAMES = ("OBJECT", "ARRAY", "STRING", "BIGINT", "DECIMAL", "DOUBLE", "BOOLEAN", "VOID")
 MAX_DECIMAL_DIGITS = 38
+
+
+def detail_in_future(max_future_seconds: float) -> str:
+    """Followed by the eventTime (its first ``DETAIL_VALUE_CHARS`` characters)."""
+    return f"{DETAIL_EVENT_TIME_FUTURE_PREFIX}{max_future_seconds:g}{DETAIL_EVENT_TIME_FUTURE_SUFFIX}"
 
 
 def detail_missing(field: str) -> str:

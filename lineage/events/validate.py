@@ -7,8 +7,10 @@ it had been sent alone.
 
 Where Python's ``json`` and Spark's ``try_parse_json`` (Jackson) differ, this module follows Spark:
 
-- Spark reads the first JSON value and ignores what follows it (``{"a":1} x`` is an object), so
-  ``raw_decode`` is used, not ``loads``;
+- Spark reads the first JSON value and ignores what follows it (``{"a":1} x`` is an object); the rules
+  refuse what follows (``TRAILING_DATA``), and :func:`json_problem` is what the ingestion asks about the
+  messages Spark's parser refuses or that may hold more than one value, so that reason (and which of
+  Jackson's limits a message is beyond) comes from this module in both engines;
 - Spark refuses duplicate keys, NaN and Infinity, which Python accepts; both are refused here;
 - Jackson's size limits (:data:`lineage.events.rules.JSON_LIMITS`) are checked after parsing, only when
   cheap pre-checks on the text say a limit could be reached (most events are far below all of them).
@@ -26,7 +28,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -35,16 +37,19 @@ import orjson
 from lineage.events import rules
 from lineage.events.rules import (
     EMPTY_VALUE,
+    EVENT_TIME_IN_FUTURE,
     EVENT_TIME_OUT_OF_RANGE,
     INVALID_EVENT_TIME,
     INVALID_FIELD_TYPE,
     INVALID_RUN_ID,
+    JSON_LIMIT_EXCEEDED,
     JSON_LIMITS,
     MISSING_FIELD,
     NOT_JSON,
     NOT_JSON_OBJECT,
     NOT_UTF8,
     RUN_EVENT,
+    TRAILING_DATA,
     UNKNOWN_EVENT_KIND,
     UNKNOWN_EVENT_TYPE,
 )
@@ -85,6 +90,10 @@ class BatchError(ValueError):
     """A batch body that cannot be cut into elements (not UTF-8, not one JSON array)."""
 
 
+class _LimitError(ValueError):
+    """A JSON value beyond one of Jackson's limits; the message is the detail naming it."""
+
+
 # --- JSON as Spark reads it --------------------------------------------------------------------------
 
 
@@ -119,13 +128,13 @@ def _digits(text: str) -> int:
 
 def _counted_int(text: str) -> int:
     if _digits(text) > JSON_LIMITS.max_number_digits:
-        raise ValueError("number too long")
+        raise _LimitError(rules.DETAIL_LIMIT_NUMBER)
     return int(text)
 
 
 def _counted_float(text: str) -> float:
     if _digits(text) > JSON_LIMITS.max_number_digits:
-        raise ValueError("number too long")
+        raise _LimitError(rules.DETAIL_LIMIT_NUMBER)
     return _float(text)
 
 
@@ -211,7 +220,7 @@ def _utf16_length(text: str) -> int:
 
 
 def _check_limits(text: str, start: int, end: int, value: Any, raw: bytes) -> None:
-    """Raise ValueError when the value parsed from ``text[start:end]`` is beyond Spark's limits.
+    """Raise :class:`_LimitError` when the value parsed from ``text[start:end]`` is beyond Spark's limits.
 
     ``raw`` is the value's UTF-8 bytes (at least one byte a character): counting on bytes is C speed.
     """
@@ -232,7 +241,7 @@ def _check_depth(value: Any) -> None:
         node, depth = stack.pop()
         children = node.values() if isinstance(node, dict) else node
         if depth > JSON_LIMITS.max_depth:
-            raise ValueError("too deep")
+            raise _LimitError(rules.DETAIL_LIMIT_DEPTH)
         stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
@@ -246,7 +255,7 @@ def _check_lengths(value: Any) -> None:
                     len(key) * 2 > JSON_LIMITS.max_name_length
                     and _utf16_length(key) > JSON_LIMITS.max_name_length
                 ):
-                    raise ValueError("name too long")
+                    raise _LimitError(rules.DETAIL_LIMIT_NAME)
                 stack.append(child)
         elif isinstance(node, list):
             stack.extend(node)
@@ -255,7 +264,7 @@ def _check_lengths(value: Any) -> None:
             and len(node) * 2 > JSON_LIMITS.max_string_length
             and _utf16_length(node) > JSON_LIMITS.max_string_length
         ):
-            raise ValueError("string too long")
+            raise _LimitError(rules.DETAIL_LIMIT_STRING)
 
 
 def json_type(value: Any) -> str:
@@ -482,36 +491,127 @@ def _checked_document(document: Any) -> Verdict:
 _EMPTY = Verdict(EMPTY_VALUE, rules.DETAIL_EMPTY)
 _NOT_UTF8 = Verdict(NOT_UTF8, rules.DETAIL_NOT_UTF8)
 _NOT_JSON = Verdict(NOT_JSON, rules.DETAIL_NOT_JSON)
+_TRAILING = Verdict(TRAILING_DATA, rules.DETAIL_TRAILING_DATA)
 
 
-def validate(value: bytes | None) -> Verdict:
-    """The verdict of the streaming ingestion on a Kafka message value (``None``: a null value)."""
+def validate(value: bytes | None, limit: TimeLimit | None = None) -> Verdict:
+    """The verdict of the streaming ingestion on a Kafka message value (``None``: a null value).
+
+    ``limit``: the latest eventTime accepted (:func:`time_limit`); None: no such check.
+    """
     if value is None or _NON_BLANK.search(value) is None:
         return _EMPTY
     document = _fast_document(value)
     if document is not _SLOW:
         verdict = validate_document(document)
         if verdict.valid:
-            return verdict
-    return _strict_verdict(value)
+            return in_time(verdict, limit)
+    return in_time(_strict_verdict(value), limit)
 
 
 def _strict_verdict(value: bytes) -> Verdict:
+    parsed = _parse_strict(value)
+    return parsed if isinstance(parsed, Verdict) else validate_document(parsed)
+
+
+def _parse_strict(value: bytes) -> Any:
+    """The one JSON value of a message as the strict decoder reads it, or the verdict of checks 2 and 3."""
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
         return _NOT_UTF8
+    start = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
     try:
-        start = _JSON_SPACE.match(text).end()  # type: ignore[union-attr]
         document, end = _STRICT.raw_decode(text, start)
         raw = value if (start, end) == (0, len(text)) else text[start:end].encode("utf-8")
         _check_limits(text, start, end, document, raw)
-    except (ValueError, RecursionError):
+    except _LimitError as exc:
+        return _limit_verdict(exc)
+    except json.JSONDecodeError:
         return _NOT_JSON
-    return validate_document(document)
+    except ValueError:
+        # A duplicate key, NaN, or an integer beyond Python's own conversion limit: the counting decoder
+        # tells the last (a number beyond Jackson's limit) from the others.
+        try:
+            _COUNTING.raw_decode(text, start)
+        except _LimitError as exc:
+            return _limit_verdict(exc)
+        except (ValueError, RecursionError):
+            pass
+        return _NOT_JSON
+    except RecursionError:
+        # The decoder went deeper than max_depth (the recursion limit leaves it room for that) through
+        # valid JSON: Jackson stops at the first level too deep, before anything after it.
+        return _limit_verdict(_LimitError(rules.DETAIL_LIMIT_DEPTH))
+    if _JSON_SPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
+        return _TRAILING
+    return document
 
 
-def split_batch(body: bytes) -> list[tuple[bytes, Verdict]]:
+def _limit_verdict(exc: _LimitError) -> Verdict:
+    return Verdict(JSON_LIMIT_EXCEEDED, rules.DETAIL_JSON_LIMIT_PREFIX + str(exc))
+
+
+def json_problem(value: bytes) -> tuple[str, str] | None:
+    """The reason and detail of checks 2 and 3 (``NOT_UTF8``, ``NOT_JSON``, ``JSON_LIMIT_EXCEEDED``,
+    ``TRAILING_DATA``) for a message that is not blank; None when it holds exactly one JSON value the
+    parser takes. The streaming ingestion asks this for the messages Spark's parser refuses and for those
+    that may hold more than one value, so both engines give these reasons from this one function."""
+    parsed = _parse_strict(value)
+    return (parsed.reason, parsed.detail) if isinstance(parsed, Verdict) else None  # type: ignore[return-value]
+
+
+# --- check 11: eventTime in the future ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLimit:
+    """The latest eventTime accepted for a message: when it was received plus ``max_future_seconds``."""
+
+    latest: datetime  # naive, UTC
+    max_future_seconds: float
+
+
+def time_limit(received: datetime, max_future_seconds: float) -> TimeLimit | None:
+    """The limit for a message received at ``received`` (aware, or naive UTC); None when
+    ``max_future_seconds`` is 0 (``ingest.max_future_seconds``: no limit)."""
+    if max_future_seconds <= 0:
+        return None
+    if received.tzinfo is not None:
+        received = received.astimezone(UTC).replace(tzinfo=None)
+    return TimeLimit(received + timedelta(seconds=max_future_seconds), max_future_seconds)
+
+
+_FRACTION = re.compile(r"\.([0-9]{1,9})")
+
+
+def event_instant(text: str) -> datetime:
+    """A valid, in-range eventTime as a naive UTC datetime, to the microsecond (the nanoseconds are
+    dropped, as Spark drops them)."""
+    match = _EVENT_TIME.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not an eventTime: {text[:40]!r}")
+    year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+    sign, offset_hours, offset_minutes = match.group(7, 8, 9)
+    fraction = _FRACTION.match(text, match.end(6))
+    micros = int((fraction.group(1) + "00000")[:6]) if fraction else 0
+    local = datetime(year, month, day, hour, minute, second, micros)
+    offset = timedelta(hours=int(offset_hours or 0), minutes=int(offset_minutes or 0))
+    return local - offset if sign == "+" else local + offset
+
+
+def in_time(verdict: Verdict, limit: TimeLimit | None) -> Verdict:
+    """``verdict``, or ``EVENT_TIME_IN_FUTURE`` for a valid event whose eventTime is after the limit."""
+    if limit is None or not verdict.valid or verdict.document is None:
+        return verdict
+    event_time = verdict.document["eventTime"]
+    if event_instant(event_time) <= limit.latest:
+        return verdict
+    detail = rules.detail_in_future(limit.max_future_seconds) + _head(event_time)
+    return Verdict(EVENT_TIME_IN_FUTURE, detail, verdict.document, verdict.kind)
+
+
+def split_batch(body: bytes, limit: TimeLimit | None = None) -> list[tuple[bytes, Verdict]]:
     """Cut a JSON array into its elements, each with its verdict as a message of its own.
 
     An element's bytes are exactly those of the body from its first to its last character (the
@@ -519,11 +619,15 @@ def split_batch(body: bytes) -> list[tuple[bytes, Verdict]]:
     in a batch give the same message. An element the rules refuse as JSON (a duplicate key, NaN, a limit)
     is still an element: ``NOT_JSON``.
 
+    ``limit``: as for :func:`validate`.
+
     Raises:
         BatchError: the body is not valid UTF-8, or not exactly one JSON array.
     """
     elements = _split_objects(body)
-    return elements if elements is not None else _split_strict(body)
+    if elements is None:
+        elements = _split_strict(body)
+    return elements if limit is None else [(raw, in_time(verdict, limit)) for raw, verdict in elements]
 
 
 def _split_objects(body: bytes) -> list[tuple[bytes, Verdict]] | None:
@@ -608,14 +712,15 @@ def _split_strict(body: bytes) -> list[tuple[bytes, Verdict]]:
                 byte_end = byte_start + len(text[start:end].encode("utf-8"))
                 last_char, last_byte = end, byte_end
                 raw = body[byte_start:byte_end]
-            verdict = _NOT_JSON
+            verdict = None
             if strict:
                 try:
                     _check_limits(text, start, end, document, raw)
                     verdict = validate_document(document)
                 except (ValueError, RecursionError):
                     pass
-            elements.append((raw, verdict))
+            # An element the strict reading refuses gets the verdict it gets alone (NOT_JSON, or a limit).
+            elements.append((raw, verdict if verdict is not None else _strict_verdict(raw)))
             position = space(text, end).end()  # type: ignore[union-attr]
             separator = text[position : position + 1]
             position = space(text, position + 1).end()  # type: ignore[union-attr]

@@ -1,6 +1,6 @@
 """Kafka -> Iceberg landing with Spark Structured Streaming, exactly once per Kafka offset.
 
-Every micro-batch is validated (:mod:`lineage.transforms.envelope`) and split: valid events are appended to
+Every micro-batch is validated (:mod:`lineage.ingest.verdicts`) and split: valid events are appended to
 ``raw.events``, everything else to ``raw.rejected``; so for every message read there is exactly one row in
 exactly one of the two tables.
 
@@ -46,9 +46,10 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lineage.ingest.verdicts import parse_messages
 from lineage.io.tables import create_raw_tables
 from lineage.settings import KafkaSettings, Settings, is_uri, parse_trigger
-from lineage.transforms.envelope import parse_messages, rejected_messages, valid_events
+from lineage.transforms.envelope import rejected_messages, valid_events
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +236,7 @@ class BatchWriter:
         self._rejected = settings.catalog.rejected_table
         self._progress = progress
         self._redactor = settings.redact.redactor()
+        self._max_future_seconds = settings.ingest.max_future_seconds
         fault = os.environ.get(FAULT_ENV)
         self._fault_batch = int(fault) if fault else None
         self._busy = threading.Lock()  # held while a batch writes
@@ -283,7 +285,9 @@ class BatchWriter:
     def _run(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         ids = self._current_ids(batch_id)  # before Spark reads the batch's messages (on the first action)
-        parsed = parse_messages(batch, self._redactor).persist(StorageLevel.MEMORY_AND_DISK)
+        parsed = parse_messages(batch, self._redactor, self._max_future_seconds).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         try:
             stats = self._write(parsed, batch_id, started, ids)
         finally:

@@ -14,13 +14,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
 from lineage.events.keys import kafka_key
 from lineage.events.redact import redact_many
-from lineage.events.validate import BatchError, Verdict, split_batch, validate
+from lineage.events.validate import BatchError, TimeLimit, Verdict, split_batch, time_limit, validate
 from lineage.io.kafka_async import AsyncProducer, Delivered, DeliveryFailed
 from lineage.io.publish import producer_config
 from lineage.serve.auth import WRITE, ApiKeys
@@ -112,6 +113,11 @@ class Intake:
         self.producer = AsyncProducer(
             config, settings.kafka.topic, on_error=lambda name: metrics.kafka_errors.labels(name).inc()
         )
+
+    def time_limit(self) -> TimeLimit | None:
+        """The latest eventTime accepted in a request arriving now (``ingest.max_future_seconds``): the
+        ingestion measures from the Kafka timestamp, which is this moment, give or take the produce."""
+        return time_limit(datetime.now(UTC), self.settings.ingest.max_future_seconds)
 
     async def submit(self, messages: Sequence[tuple[bytes, Verdict]]) -> list[Outcome]:
         """Produce every message, wait for Kafka's answers (bounded), and say what became of each."""
@@ -224,8 +230,11 @@ def check_scope(request: web.Request, verdicts: Sequence[Verdict]) -> None:
 async def post_event(request: web.Request) -> web.Response:
     intake = request.app[INTAKE]
     body = await intake.read(request)
+    limit = intake.time_limit()
     verdict = (
-        await asyncio.to_thread(validate, body) if len(body) > INLINE_VALIDATION_BYTES else validate(body)
+        await asyncio.to_thread(validate, body, limit)
+        if len(body) > INLINE_VALIDATION_BYTES
+        else validate(body, limit)
     )
     check_scope(request, [verdict])
     [outcome] = await intake.submit([(body, verdict)])
@@ -252,11 +261,12 @@ async def post_event(request: web.Request) -> web.Response:
 async def post_batch(request: web.Request) -> web.Response:
     intake = request.app[INTAKE]
     body = await intake.read(request)
+    time_limit = intake.time_limit()
     try:
         if len(body) > INLINE_VALIDATION_BYTES:
-            elements = await asyncio.to_thread(split_batch, body)
+            elements = await asyncio.to_thread(split_batch, body, time_limit)
         else:
-            elements = split_batch(body)
+            elements = split_batch(body, time_limit)
     except BatchError as exc:
         raise ApiError(
             400, INVALID_BATCH, f"the batch body must be one JSON array of events: {exc}"

@@ -12,6 +12,7 @@ from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lineage.ingest import verdicts
 from lineage.transforms import envelope as env
 
 KAFKA_SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
@@ -48,8 +49,12 @@ def messages(spark: SparkSession, *values: bytes | None) -> DataFrame:
     return spark.createDataFrame(rows, KAFKA_SCHEMA)
 
 
-def reasons(spark: SparkSession, *values: bytes | None) -> list[str | None]:
-    parsed = env.parse_messages(messages(spark, *values)).orderBy("kafka_offset")
+def reasons(
+    spark: SparkSession, *values: bytes | None, max_future_seconds: float = 86_400
+) -> list[str | None]:
+    """What the ingestion gives each message: the envelope's checks and the rest of the rules."""
+    parsed = verdicts.parse_messages(messages(spark, *values), max_future_seconds=max_future_seconds)
+    parsed = parsed.orderBy("kafka_offset")
     return [r["reason"] for r in parsed.select("reason").collect()]
 
 
@@ -186,7 +191,29 @@ def test_a_run_event_without_run_is_not_taken_for_a_job_event(spark: SparkSessio
 def test_event_time_is_a_full_date_time_with_offset_within_the_accepted_years(
     spark: SparkSession, event_time: str, reason: str | None
 ) -> None:
-    assert reasons(spark, event(eventTime=event_time)) == [reason]
+    # With no limit on how far ahead (ingest.max_future_seconds = 0), only the accepted years count.
+    assert reasons(spark, event(eventTime=event_time), max_future_seconds=0) == [reason]
+
+
+@pytest.mark.parametrize(
+    ("event_time", "reason"),
+    [
+        ("2026-11-21T08:00:00Z", None),  # the Kafka timestamp (2026-11-20T08:00) plus a day, exactly
+        ("2026-11-21T08:00:00.000001Z", "EVENT_TIME_IN_FUTURE"),
+        ("2026-11-21T09:00:00+01:00", None),
+        ("2026-11-21T08:30:00-00:30", "EVENT_TIME_IN_FUTURE"),
+        ("9999-12-31T23:59:59Z", "EVENT_TIME_IN_FUTURE"),
+        ("2026-11-01T00:00:00Z", None),  # the past is fine, however far
+    ],
+)
+def test_an_event_time_more_than_the_allowed_skew_ahead_of_its_kafka_timestamp_is_refused(
+    spark: SparkSession, event_time: str, reason: str | None
+) -> None:
+    parsed = verdicts.parse_messages(messages(spark, event(eventTime=event_time)), max_future_seconds=86_400)
+    row = parsed.select("reason", "detail").first()
+    assert row["reason"] == reason
+    if reason:
+        assert row["detail"] == f"eventTime is more than 86400 s after the message was received: {event_time}"
 
 
 @pytest.mark.parametrize(
@@ -250,6 +277,9 @@ def test_every_reason_code_is_declared(spark: SparkSession) -> None:
         event(eventType="X"),
         event(**{"run.runId": "r"}),
         b'{"eventTime": "2026-11-20T08:00:00Z", "producer": "p", "schemaURL": "u"}',
+        event() + b"\n" + event(),
+        b'{"n": ' + b"1" * 1001 + b"}",
+        event(eventTime="9999-12-31T23:59:59Z"),
     ]
     assert set(reasons(spark, *values)) == set(env.REASONS)
 

@@ -26,6 +26,7 @@ from pyspark.sql import SparkSession
 from benchmarks.workload import (
     DELTA_PARTS,
     HISTORY_EVENTS,
+    MALFORMED_KINDS,
     Message,
     Shape,
     Spec,
@@ -36,6 +37,7 @@ from benchmarks.workload import (
     read_spool,
     write_spool,
 )
+from lineage.ingest import verdicts
 from lineage.transforms import envelope as env
 
 TINY = Tier("T", jobs=400, datasets=800, events=8_000, days=1)
@@ -328,7 +330,7 @@ class _Pick(random.Random):
 def every_kind_of_malformed() -> list[Message]:
     job = build_estate(TINY, seed=7).jobs[0]
     spec = Spec(datetime(2026, 10, 1, tzinfo=UTC), "START", job, str(uuid.uuid4()), "https://example.com/p")
-    return [malformed(spec, _Pick(kind)) for kind in range(11)]
+    return [malformed(spec, _Pick(kind)) for kind in range(MALFORMED_KINDS)]
 
 
 def test_valid_messages_pass_envelope_validation_and_malformed_get_their_reason(
@@ -340,7 +342,9 @@ def test_valid_messages_pass_envelope_validation_and_malformed_get_their_reason(
     sample = [*kept, *every_kind_of_malformed()]
     assert {m.reason for m in sample if m.kind == "malformed"} == set(env.REASONS)
     rows = [(m.key, m.value, "bench", 0, i, datetime(2026, 10, 1)) for i, m in enumerate(sample)]
-    parsed = env.parse_messages(spark.createDataFrame(rows, KAFKA_SCHEMA)).select("kafka_offset", "reason")
+    parsed = verdicts.parse_messages(
+        spark.createDataFrame(rows, KAFKA_SCHEMA), max_future_seconds=86_400
+    ).select("kafka_offset", "reason")
     got = {r["kafka_offset"]: r["reason"] for r in parsed.collect()}
     for i, m in enumerate(sample):
         assert got[i] == m.reason, (i, m.kind, m.reason, got[i], (m.value or b"")[:200])
