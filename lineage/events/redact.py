@@ -324,10 +324,24 @@ class Redactor:
         if self.extra_triggers or not self.triggers:
             return None
         literals = sorted({lit for t in self.triggers for lit in t.needs[0]})
-        return "(?i)(?:" + "|".join(_re2_literal(lit) for lit in literals) + ")"
+        # A name spelled with \\u escapes may hide every literal ("p\\u0061ss"): such texts go through.
+        return "(?i)(?:" + "|".join([*(_re2_literal(lit) for lit in literals), ESCAPED_NAME_CHAR]) + ")"
 
     def redact(self, text: str) -> tuple[str, int]:
-        """``text`` with every secret replaced by :data:`MARKER`, and how many were replaced."""
+        """``text`` with every secret replaced by :data:`MARKER`, and how many were replaced.
+
+        The rules read names as JSON decodes them: where a JSON string spells a letter, digit, ``.``,
+        ``-`` or ``_`` as a ``\\u`` escape (``"db.pass\\u0077ord"``), the text with those escapes
+        decoded (:func:`decode_name_escapes`, the same JSON) is redacted instead when that finds more.
+        """
+        redacted, count = self._redact(text)
+        if _ESCAPED_NAME_CHAR.search(text) is not None:
+            decoded, more = self._redact(decode_name_escapes(text))
+            if more > count:
+                return decoded, more
+        return redacted, count
+
+    def _redact(self, text: str) -> tuple[str, int]:
         if not self.might_hold_secrets(text):
             return text, 0
         compiled = _compiled(self.pattern)
@@ -339,6 +353,42 @@ class Redactor:
             return "".join(g for g in match.groups() if g) + MARKER
 
         return compiled.sub(_replace, text), count
+
+
+# A JSON \\u escape of a character names are made of (ASCII letters and digits, ``-``, ``.``, ``_``), in
+# the syntax Python's re and RE2 share. Hex digits of either case; (?i) is not used: it would also take \\U.
+ESCAPED_NAME_CHAR = "\\\\u00(?:[46][1-9a-fA-F]|[57][0-9aA]|3[0-9]|2[deDE]|5[fF])"
+_ESCAPED_NAME_CHAR = re.compile(ESCAPED_NAME_CHAR)
+# A JSON string token: where an escape of a name character is decoded (never outside strings, so a text
+# that is not JSON does not become JSON).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def decode_name_escapes(text: str) -> str:
+    """``text`` with every \\u escape of a name character inside a JSON string written as the character.
+
+    The JSON value is the same (a string's characters do not change, nor does any other token), so the
+    event's verdict is too; an escaped quote, backslash or control character is left as it is.
+    """
+
+    def _string(match: re.Match[str]) -> str:
+        token = match.group(0)
+        return _STRING_ESCAPE.sub(_decoded, token) if "\\u" in token else token
+
+    return _JSON_STRING.sub(_string, text)
+
+
+# One escape of a JSON string, consumed left to right (so "\\\\u0077", an escaped backslash then
+# "u0077", is not taken for an escape of "w").
+_STRING_ESCAPE = re.compile(r"\\(?:u00([0-9a-fA-F]{2})|.)", re.DOTALL)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._")
+
+
+def _decoded(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code is not None and chr(int(code, 16)) in _NAME_CHARS:
+        return chr(int(code, 16))
+    return match.group(0)
 
 
 def _re2_literal(literal: str) -> str:
@@ -421,11 +471,20 @@ def redact_text(text: str, redactor: Redactor = DEFAULT) -> tuple[str, int]:
 
 
 def redact_bytes(value: bytes, redactor: Redactor = DEFAULT) -> tuple[bytes, int]:
-    """Redact a message that decodes as UTF-8; other bytes are returned unchanged (count 0)."""
+    """Redact a message, and count what was replaced.
+
+    Bytes that are not valid UTF-8 are read leniently: each byte that is not part of a UTF-8 character
+    stands for itself (Python's ``surrogateescape``), the rules run on that text and the bytes are written
+    back as they came, the secrets apart. So a secret in a message with one broken byte (or in Latin-1 or
+    another ASCII-based encoding) is replaced all the same, and everything else stays byte for byte (the
+    message is still refused as ``NOT_UTF8``). UTF-16 and UTF-32 texts are not read.
+    """
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
-        return value, 0
+        lenient = value.decode("utf-8", "surrogateescape")
+        redacted, count = redactor.redact(lenient)
+        return (redacted.encode("utf-8", "surrogateescape"), count) if count else (value, 0)
     redacted, count = redactor.redact(text)
     return (redacted.encode("utf-8"), count) if count else (value, 0)
 
@@ -433,7 +492,8 @@ def redact_bytes(value: bytes, redactor: Redactor = DEFAULT) -> tuple[bytes, int
 def flagged(values: pa.Array, redactor: Redactor = DEFAULT) -> list[int]:
     """Positions of the values (binary) in which some trigger may find a secret: one pass of pyarrow's RE2
     over each value for every literal of :meth:`Redactor.literal_gate` (each non-null value when there is
-    no gate). Values that are not UTF-8 may be flagged; :func:`redact_bytes` leaves them alone."""
+    no gate). Values that are not UTF-8 are searched as bytes (RE2 reads an invalid byte as a character of
+    its own), and :func:`redact_bytes` reads them leniently."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -18,12 +18,14 @@ from lineage.events.redact import (
     MARKER,
     build_redactor,
     builtin_rules,
+    decode_name_escapes,
     flagged,
     redact_bytes,
     redact_many,
     redact_text,
     without_credentials,
 )
+from lineage.ingest import verdicts
 from lineage.observe import catalog_namespace
 from lineage.settings import CatalogSettings
 from lineage.transforms import envelope
@@ -80,6 +82,17 @@ SECRETS: list[tuple[str, list[str]]] = [
 ]
 
 # Text that must come out unchanged.
+# Names spelled with JSON \\u escapes: the rules read them decoded (issue 37).
+ESCAPED_SECRETS: list[tuple[str, list[str]]] = [
+    ('{"db.pass\\u0077ord": "s3cret"}', ["s3cret"]),
+    ('{"p\\u0061ssword": "hunter3"}', ["hunter3"]),
+    ('{"spark.hadoop.fs.s3a.secret.k\\u0065Y": "AbC123xyz"}', ["AbC123xyz"]),
+    ('{"name": "db.pass\\u0077ord", "value": "pw-9"}', ["pw-9"]),
+    ('{"url": "jdbc:x://h/db?p\\u0061ssword=pw-7&x=1"}', ["pw-7"]),
+    ('{"a": "\\u00e9", "db.pass\\u0077ord": "s3cret", "b": "\\\\u0077"}', ["s3cret"]),
+]
+SECRETS += ESCAPED_SECRETS
+
 CLEAN = [
     '{"namespace": "kafka://broker:9092", "name": "orders"}',
     '{"namespace": "s3://warehouse", "name": "default.db/orders"}',
@@ -184,10 +197,37 @@ def test_bad_patterns_are_one_clear_error() -> None:
         build_redactor(allow_values=["(x)"])
 
 
-def test_bytes_that_are_not_utf8_are_returned_unchanged() -> None:
-    raw = b"\xff\xfe password=abc"
-    assert redact_bytes(raw) == (raw, 0)
+def test_a_secret_in_bytes_that_are_not_utf8_is_replaced_and_the_other_bytes_kept() -> None:
+    raw = b"\xff\xfe password=abc \xc3("
+    assert redact_bytes(raw) == (b"\xff\xfe password=" + MARKER.encode() + b" \xc3(", 1)
     assert redact_bytes(b"password=abc") == (f"password={MARKER}".encode(), 1)
+    # Latin-1 text, a secret whose value holds an invalid byte: the value goes whole.
+    latin = '{"user": "Ren\u00e9", "db.password": "s3\u00e9cret"}'.encode("latin-1")
+    out, count = redact_bytes(latin)
+    assert count == 1 and b"s3" not in out and out.startswith(b'{"user": "Ren\xe9"')
+    assert redact_bytes(b"\xff\xfe no secret") == (b"\xff\xfe no secret", 0)
+
+
+@pytest.mark.parametrize(("text", "gone"), ESCAPED_SECRETS)
+def test_a_key_spelled_with_json_escapes_is_read_decoded(text: str, gone: list[str]) -> None:
+    out, count = redact_text(text)
+    assert count == 1, out
+    assert all(secret not in out for secret in gone)
+    assert set(json.loads(out)) == set(json.loads(text))  # the same keys, decoded or not
+
+
+def test_decoding_name_escapes_keeps_the_json_value_and_escapes_that_are_not_names() -> None:
+    texts = [
+        '{"db.pass\\u0077ord": "x", "q": "\\u0022\\u005c\\u0000\\u00e9\\u002F"}',
+        '{"a": "\\\\u0077", "b": ["\\u0041\\u005F\\u002e\\u002D"]}',
+        '{"a": 1} \\u0074rue "\\u0074"',  # outside strings nothing changes (not JSON stays not JSON)
+    ]
+    decoded = [decode_name_escapes(t) for t in texts]
+    assert decoded[0] == '{"db.password": "x", "q": "\\u0022\\u005c\\u0000\\u00e9\\u002F"}'
+    assert decoded[1] == '{"a": "\\\\u0077", "b": ["A_.-"]}'
+    assert decoded[2] == '{"a": 1} \\u0074rue "t"'
+    for text, out in zip(texts[:2], decoded[:2], strict=True):
+        assert json.loads(out) == json.loads(text)
 
 
 @pytest.mark.parametrize("extra", [[], [r"ACME-[0-9]{6}"]], ids=["literal gate", "extra patterns, no gate"])
@@ -227,13 +267,21 @@ def test_spark_and_python_redact_identically(spark: SparkSession, extra: list[st
     assert not mismatches, "\n".join(mismatches)
 
 
-def test_spark_leaves_bytes_that_are_not_utf8_and_nulls_as_they_are(spark: SparkSession) -> None:
-    raw = b'\xff\xfe{"password": "pw"}'
-    rows = [(None, raw, "t", 0, 0, datetime(2026, 11, 20)), (b"k", None, "t", 0, 1, datetime(2026, 11, 20))]
-    out = envelope.redact_messages(spark.createDataFrame(rows, KAFKA_SCHEMA), DEFAULT).orderBy("offset")
-    first, second = out.collect()
-    assert (bytes(first["value"]), first["key"], first["redactions"]) == (raw, None, 0)
-    assert (second["value"], bytes(second["key"]), second["redactions"]) == (None, b"k", 0)
+def test_spark_redacts_bytes_that_are_not_utf8_and_counts_it(spark: SparkSession) -> None:
+    raw = b'\xff\xfe{"password": "pw", "b": "\xc3("}'
+    rows = [
+        (None, raw, "t", 0, 0, datetime(2026, 11, 20)),
+        (b"k", None, "t", 0, 1, datetime(2026, 11, 20)),
+        (b"\xff password=k", b'{"db.pass\\u0077ord": "s3cret"}', "t", 0, 2, datetime(2026, 11, 20)),
+    ]
+    out = verdicts.parse_messages(spark.createDataFrame(rows, KAFKA_SCHEMA), DEFAULT).orderBy("kafka_offset")
+    first, second, third = out.collect()
+    expected = raw.replace(b"pw", MARKER.encode())
+    assert (bytes(first["value"]), first["kafka_key"], first["redactions"]) == (expected, None, 1)
+    assert first["reason"] == "NOT_UTF8"
+    assert (second["value"], bytes(second["kafka_key"]), second["redactions"]) == (None, b"k", 0)
+    assert bytes(third["value"]) == b'{"db.password": "' + MARKER.encode() + b'"}'
+    assert (bytes(third["kafka_key"]), third["redactions"]) == (b"\xff password=" + MARKER.encode(), 2)
 
 
 @pytest.mark.parametrize(
