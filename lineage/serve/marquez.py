@@ -21,7 +21,7 @@ from typing import Any
 
 from lineage.cli.store import DATASET, WHOLE_DATASET, LookupError_, Node, UnknownNode
 from lineage.serve.index import IndexedStore
-from lineage.serve.scope import event_visible, prune, scope_of
+from lineage.serve.scope import event_visible, scope_of, visible_json
 
 # Our reported states -> Marquez's RunState (NEW, RUNNING, COMPLETED, FAILED, ABORTED).
 RUN_STATES = {
@@ -889,7 +889,7 @@ def run_facets(store: IndexedStore, run_id: str, kind: str) -> dict[str, Any]:
         if isinstance(found, dict):
             facets.update(found)
     # a scoped key: no object naming a namespace out of its scope (a parent job, a symlink ...)
-    return {"runId": row["run_id"], "facets": prune(facets, scope_of(store))}
+    return {"runId": row["run_id"], "facets": visible_json(store, facets)}
 
 
 def lineage_events(
@@ -907,7 +907,8 @@ def lineage_events(
 
     Only the cheap columns of the range are read to order and count; the events' JSON only for the page.
     A scoped key is listed the events of its jobs (and of its datasets, for dataset events), each without
-    the objects naming a namespace out of its scope (:func:`lineage.serve.scope.prune`).
+    the objects naming a namespace out of its scope, hidden names in its strings masked
+    (:func:`lineage.serve.scope.visible_json`).
     """
     scope = scope_of(store)
     ex = _expressions()
@@ -961,7 +962,7 @@ def lineage_events(
         for r in chosen:
             text = bodies.get((r[1], r[2], r[3]))
             try:
-                events.append(prune(json.loads(text), scope) if text is not None else None)
+                events.append(visible_json(store, json.loads(text)) if text is not None else None)
             except ValueError:
                 events.append(None)
     return {"events": [e for e in events if e is not None], "totalCount": len(rows)}

@@ -14,6 +14,7 @@ Writes: :func:`out_of_scope` says which namespaces of an event a key may not wri
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -115,6 +116,33 @@ def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
     return out
 
 
+# Free text of the index's rows: where a visible job's producer may have written a hidden name.
+TEXT_COLUMNS = {
+    "jobs": ("description", "source_code_url", "source_code_repo_url", "source_code_path"),
+    "runs": ("error_message", "error_stack_trace"),
+}
+
+
+def mask_text_columns(tables: dict[str, Any], mask: NameMask) -> dict[str, Any]:
+    """``tables`` with the hidden names in their free-text columns masked (:class:`NameMask`)."""
+    import pyarrow as pa
+
+    if not mask:
+        return tables
+    out = dict(tables)
+    for name, columns in TEXT_COLUMNS.items():
+        table = out.get(name)
+        for column in columns:
+            if table is None or column not in table.column_names:
+                continue
+            values = table.column(column).to_pylist()
+            masked = pa.array([v if v is None else mask(v) for v in values], table.schema.field(column).type)
+            table = table.set_column(table.schema.get_field_index(column), column, masked)
+        if table is not None:
+            out[name] = table
+    return out
+
+
 def _hide_references(table: Any, scope: Scope, sides: tuple[str, ...]) -> Any:
     """``<side>_job_namespace``, ``<side>_job_name`` (and ``<side>_run_id``) nulled where that job is out of
     scope (a table without such columns is kept as it is)."""
@@ -141,6 +169,8 @@ class ScopedStore(IndexedStore):
         self.scope = scope
         self.build = full.build
         self._counters = threading.local()
+        self.mask = NameMask(hidden_terms(full, self))
+        self._tables = mask_text_columns(self._tables, self.mask)
 
     @property
     def full(self) -> IndexedStore:
@@ -217,6 +247,87 @@ def event_visible(scope: Scope | None, job_namespace: str | None, dataset_namesp
     if scope is None:
         return True
     return scope.allows(job_namespace if job_namespace is not None else dataset_namespace)
+
+
+# A word of free text (an error message, a description, a string of an event) and the places inside a word
+# where a name may begin or end.
+_WORD = re.compile(r"[^\s'\"`,;()\[\]{}<>=|]+")
+_INNER = re.compile(r"[./:@#$]")
+HIDDEN_MARK = "***HIDDEN***"
+
+
+class NameMask:
+    """Replaces the hidden names a text holds as words or parts of words (cut where ``.``, ``/``, ``:`` ...
+    stand) by ``***HIDDEN***``: hidden namespaces (and any name under one), and the names of hidden jobs,
+    datasets and aliases that no visible job or dataset also has. A hidden name run together with other
+    letters (``mydefault.ordersx``) is not found. Linear in the text; a few lookups per word."""
+
+    def __init__(self, terms: set[str]) -> None:
+        self.terms = frozenset(t for t in terms if t)
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def __call__(self, text: str) -> str:
+        return _WORD.sub(self._word, text) if self.terms else text
+
+    def _word(self, match: re.Match[str]) -> str:
+        word = match.group(0)
+        if word in self.terms:
+            return HIDDEN_MARK
+        cuts = [m.start() for m in _INNER.finditer(word)]
+        if not cuts:
+            return word
+        starts = [0, *(c + 1 for c in cuts)]
+        ends = [*cuts, len(word)]
+        spans = []
+        for start in starts:
+            for end in reversed(ends):  # the longest name from here first
+                if end > start and word[start:end] in self.terms:
+                    spans.append((start, end))
+                    break
+        if not spans:
+            return word
+        out, at = [], 0
+        for start, end in spans:
+            if start >= at:
+                out += [word[at:start], HIDDEN_MARK]
+                at = end
+        return "".join([*out, word[at:]])
+
+
+def hidden_terms(full: IndexedStore, view: IndexedStore) -> set[str]:
+    """What :class:`NameMask` hides for a view of ``full``: the names ``full`` holds and ``view`` does not."""
+    seen_all: set[str] = set()
+    seen: set[str] = set()
+    for store, names in ((full, seen_all), (view, seen)):
+        for node in store.dataset_nodes.values():
+            names.update((node.namespace, node.name))
+        for alias in store.aliases:
+            names.update((alias["alias_namespace"], alias["alias_name"]))
+        for namespace, name in store.job_keys:
+            names.update((namespace, name))
+    return seen_all - seen
+
+
+def visible_json(store: IndexedStore, value: Any) -> Any:
+    """``value`` (a decoded event, facets) as the store's key may see it: for a scoped key, without the
+    objects naming a hidden namespace (:func:`prune`) and with hidden names in its strings masked."""
+    if not isinstance(store, ScopedStore):
+        return value
+    return _mask_strings(prune(value, store.scope), store.mask)
+
+
+def _mask_strings(value: Any, mask: NameMask) -> Any:
+    if not mask:
+        return value
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {k: _mask_strings(v, mask) for k, v in value.items()}  # keys are a facet's schema
+    if isinstance(value, list):
+        return [_mask_strings(v, mask) for v in value]
+    return value
 
 
 def prune(value: Any, scope: Scope | None) -> Any:

@@ -24,7 +24,15 @@ from lineage.serve.app import ConfigurationError, api_keys, create_app
 from lineage.serve.auth import ANONYMOUS, ApiKeys, Principal, Scope, hash_key
 from lineage.serve.index import IndexedStore
 from lineage.serve.read import READ
-from lineage.serve.scope import ScopedStore, out_of_scope, prune, scoped_store
+from lineage.serve.scope import (
+    NameMask,
+    ScopedStore,
+    hidden_terms,
+    out_of_scope,
+    prune,
+    scoped_store,
+    visible_json,
+)
 from lineage.settings import ApiKeySettings, Settings
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -345,3 +353,43 @@ def test_a_replaced_index_and_its_views_are_collected() -> None:
     del full, view
     gc.collect()
     assert whole() is None and scoped() is None
+
+
+def test_hidden_names_in_free_text_are_masked() -> None:
+    mask = NameMask({"default.orders", "s3://b-bucket", "team-b"})
+    assert mask("Table default.orders not found") == "Table ***HIDDEN*** not found"
+    assert mask("read lake.default.orders and s3://b-bucket/x/y.csv") == (
+        "read lake.***HIDDEN*** and ***HIDDEN***/x/y.csv"
+    )
+    assert (
+        mask("job team-b/b_report failed; team-bx is another")
+        == "job ***HIDDEN***/b_report failed; team-bx is another"
+    )
+    assert mask("nothing hidden here") == "nothing hidden here" and NameMask(set())("team-b") == "team-b"
+    full = two_teams()
+    store = scoped_store(full, SCOPE)
+    assert isinstance(store, ScopedStore)
+    assert hidden_terms(full, store) == {
+        "team-b",
+        "b_report",
+        "orchestrator",
+        "s3://b-bucket",
+        "b_out",
+        "hive://b-meta",
+        "b_alias_of_raw",
+    }
+    event = {"run": {"facets": {"errorMessage": {"message": "cannot read hive://b-meta/b_alias_of_raw"}}}}
+    assert visible_json(store, event) == {
+        "run": {"facets": {"errorMessage": {"message": "cannot read ***HIDDEN***/***HIDDEN***"}}}
+    }
+    assert visible_json(full, event) is event
+
+
+def test_run_error_messages_of_a_scoped_view_are_masked() -> None:
+    full = two_teams()
+    runs = full._tables["runs"]
+    message = pa.array(["upstream team-b/b_report wrote no s3://b-bucket/b_out"] * runs.num_rows)
+    tables = {**full._tables, "runs": runs.append_column("error_message", message)}
+    store = scoped_store(IndexedStore(Settings(), tables).warm(), SCOPE)
+    [run] = store.runs()
+    assert run["error_message"] == "upstream ***HIDDEN***/***HIDDEN*** wrote no ***HIDDEN***/***HIDDEN***"
