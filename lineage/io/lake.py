@@ -138,5 +138,7 @@ def replace_in_scope(
     )
 
 
-def append(frame: DataFrame, table: str) -> None:
-    frame.writeTo(table).append()
+def append(frame: DataFrame, table: str, properties: dict[str, str] | None = None) -> None:
+    """Append ``frame`` to ``table``; ``properties`` go into the commit's snapshot summary."""
+    options = {f"snapshot-property.{key}": value for key, value in (properties or {}).items()}
+    frame.writeTo(table).options(**options).append()

@@ -27,6 +27,7 @@ from lineage.batch.build import (
     STATE_TABLE,
     BuildError,
     build_lineage,
+    up_to_date,
 )
 from lineage.batch.maintain import maintain_lake
 from lineage.demo.events import lab_events
@@ -140,12 +141,18 @@ def test_lab_scenario_lost_run_merged_dataset_and_chain_then_a_build_without_new
         ("bid_time", ("FILTER", "GROUP_BY")),
     }
 
-    # Nothing new since: the next build commits nothing, whatever the clock says.
-    before = {n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id for n in ALL_TABLES}
+    # Nothing new since: the next build commits nothing, whatever the clock says, and knows it from the
+    # metadata alone (not even the lease is taken).
+    assert up_to_date(own_lake) == result.raw_snapshot_id
+    before = {
+        n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id
+        for n in (*ALL_TABLES, LEASE_TABLE)
+    }
     assert build_lineage(spark, own_lake, now=datetime(2026, 12, 1, tzinfo=UTC)).mode == "noop"
     catalog = open_catalog(own_lake.catalog)
     assert {
-        n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id for n in ALL_TABLES
+        n: catalog.load_table(("lineage", n)).current_snapshot().snapshot_id
+        for n in (*ALL_TABLES, LEASE_TABLE)
     } == before
 
 
