@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -414,6 +415,58 @@ def test_adversarial_inputs_of_issue_18_are_classified(
     assert [found[i] for i in range(len(cases))] == [reason for _, reason in cases]
     assert events.column("run_id").to_pylist() == [run_id]
     assert events.column("event_json").to_pylist() == [cases[-1][0].decode()]
+
+
+def test_issue_37_inputs_get_reasons_of_their_own_and_keep_no_secret(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
+) -> None:
+    """Two events in one message, a value beyond Jackson's limits, an eventTime in year 9999, and
+    secrets behind a JSON escape or in bytes that are not UTF-8, through the real broker and ingestion."""
+    run_id = "6a1d8b4f-3c2e-4d9f-8a7b-1e2f3a4b5c6d"
+    event = {
+        "eventType": "START",
+        "eventTime": "2026-11-20T08:00:00Z",
+        "producer": "test",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id},
+        "job": {"namespace": "test", "name": "issue-37"},
+    }
+    one = json.dumps(event).encode()
+    ahead = (datetime.now(UTC) + timedelta(days=2)).isoformat()
+    cases: list[tuple[bytes, str | None]] = [
+        (one + one, "TRAILING_DATA"),
+        (one + b"\n" + one + b"\n", "TRAILING_DATA"),
+        (one + b" x", "TRAILING_DATA"),
+        (one[:-1] + b', "n": ' + b"9" * 1001 + b"}", "JSON_LIMIT_EXCEEDED"),
+        (json.dumps({**event, "producer": "p" * 20_000_001}).encode(), "JSON_LIMIT_EXCEEDED"),
+        (json.dumps({**event, "eventTime": "9999-12-31T23:59:59Z"}).encode(), "EVENT_TIME_IN_FUTURE"),
+        (json.dumps({**event, "eventTime": ahead}).encode(), "EVENT_TIME_IN_FUTURE"),
+        (b'\xff\xfe{"db.password": "hunter2-not-utf8"}', "NOT_UTF8"),
+        (one[:-1] + b', "db.pass\\u0077ord": "s3cret-escaped"}', None),
+    ]
+    publish_raw(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [(f"k{i}".encode(), value) for i, (value, _) in enumerate(cases)],
+        kafka_broker.max_message_bytes,
+    )
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+
+    run_ingest(spark, settings, trigger="availableNow")
+
+    events, rejected = landed(settings, topic)
+    sent = read_topic(kafka_broker, topic)
+    order = {value: i for i, (value, _) in enumerate(cases)}
+    rows = {order[sent[(r["kafka_partition"], r["kafka_offset"])]]: r for r in rejected.to_pylist()}
+    found = [rows[i]["reason"] if i in rows else None for i in range(len(cases))]
+    assert found == [reason for _, reason in cases]
+    assert rows[4]["detail"].endswith("a string value longer than 20000000 characters")
+    assert rows[6]["detail"] == f"eventTime is more than 86400 s after the message was received: {ahead}"
+    assert b"hunter2" not in rows[7]["value"] and rows[7]["value"].startswith(b"\xff\xfe{")
+    assert rows[7]["redactions"] == 1
+    [landed_event] = events.to_pylist()
+    assert "s3cret" not in landed_event["event_json"] and landed_event["redactions"] == 1
+    assert json.loads(landed_event["event_json"])["db.password"] == "***REDACTED***"
 
 
 def test_a_message_over_the_limit_once_decompressed_is_refused_by_the_broker(

@@ -8,8 +8,9 @@ message in exactly one raw table, each rejection with the reason the HTTP answer
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,53 @@ def test_events_posted_over_http_reach_the_lineage_tables(
     }
     assert canonical[("kafka://broker:9092", "orders")] == ("kafka://kafka-1:19092", "orders")
     assert canonical[("s3a://warehouse", "default.db/orders/")] == ("s3://warehouse", "default.db/orders")
+
+
+def test_the_intake_and_the_ingestion_give_issue_37_inputs_the_same_reason(
+    spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, intake: Intake, tmp_path: Path
+) -> None:
+    """Two events in one body, a value beyond Jackson's limits and an eventTime in year 9999: the HTTP
+    answer's code is the reason the lake gives the message the intake produced."""
+    run_id = "7b2e9c5a-4d3f-4e0a-9b8c-2f3a4b5c6d7e"
+    event = {
+        "eventType": "START",
+        "eventTime": "2026-11-20T08:00:00Z",
+        "producer": "test",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": run_id},
+        "job": {"namespace": "test", "name": "issue-37-over-http"},
+    }
+    one = json.dumps(event).encode()
+    ahead = (datetime.now(UTC) + timedelta(days=3)).isoformat()
+    cases = [
+        (one + b"\n" + one, "TRAILING_DATA"),
+        (one + one, "TRAILING_DATA"),
+        (one[:-1] + b', "n": ' + b"9" * 1001 + b"}", "JSON_LIMIT_EXCEEDED"),
+        (json.dumps({**event, "producer": "p" * 20_000_001}).encode(), "JSON_LIMIT_EXCEEDED"),
+        (json.dumps({**event, "eventTime": "9999-12-31T23:59:59Z"}).encode(), "EVENT_TIME_IN_FUTURE"),
+        (json.dumps({**event, "eventTime": ahead}).encode(), "EVENT_TIME_IN_FUTURE"),
+    ]
+    offsets = {}
+    for value, reason in cases:
+        answer = requests.post(
+            f"{intake.url}/api/v1/lineage",
+            data=value,
+            headers={"Content-Type": "application/json"},
+            timeout=60,
+        )
+        error = answer.json()["error"]
+        assert (answer.status_code, error["code"], error["stored"]) == (400, reason, True), error
+        offsets[(error["partition"], error["offset"])] = (reason, error["message"])
+    settings = lake_settings(
+        spark, base_settings, tmp_path, bootstrap_servers=kafka_broker.bootstrap_servers, topic=intake.topic
+    )
+
+    run_ingest(spark, settings, trigger="availableNow")
+
+    rejected = open_catalog(settings.catalog).load_table("raw.rejected").scan().to_arrow().to_pylist()
+    found = {
+        (r["kafka_partition"], r["kafka_offset"]): (r["reason"], r["detail"])
+        for r in rejected
+        if (r["kafka_partition"], r["kafka_offset"]) in offsets
+    }
+    assert found == offsets  # the same reason, and the same detail as the answer's message
