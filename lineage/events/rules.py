@@ -2,7 +2,9 @@ r"""What makes a Kafka message a valid OpenLineage event: the rules as data, in 
 
 Two engines apply these rules and must give every message the same verdict:
 
-- the streaming ingestion, as Spark column expressions (:func:`lineage.transforms.envelope.parse_messages`);
+- the streaming ingestion, as Spark column expressions (:func:`lineage.transforms.envelope.parse_messages`,
+  completed by :func:`lineage.ingest.verdicts.parse_messages`, which asks the Python validator's
+  :func:`lineage.events.validate.json_problem` about what Spark's parser cannot tell);
 - the HTTP intake, in plain Python (:func:`lineage.events.validate.validate`).
 
 Neither spells a rule of its own: field lists, their order, the event types, the two patterns and the
