@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.runner import run_benchmarks
-from benchmarks.tier import ALL_STAGES, BenchConfig
+from benchmarks.tier import ALL_STAGES, BUILD_PARTS, BenchConfig
 from benchmarks.workload import TIERS
 
 
@@ -34,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--repeat", type=int, default=3, help="runs per measurement (at least 3 for the report)")
     run.add_argument("--seed", type=int, default=42)
     run.add_argument("--stages", default=",".join(ALL_STAGES), help=f"comma list of {', '.join(ALL_STAGES)}")
+    run.add_argument(
+        "--build-parts",
+        default=",".join(BUILD_PARTS),
+        help=f"build stage: which measurements follow the lake's first build ({', '.join(BUILD_PARTS)})",
+    )
     run.add_argument("--freshness-probes", type=int, default=8)
     run.add_argument(
         "--lineage-probes", type=int, default=20, help="lineage-freshness: probe events (20 by default)"
@@ -82,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         unknown = set(stages) - set(ALL_STAGES)
         if unknown:
             parser.error(f"unknown stages: {', '.join(sorted(unknown))}")
+        parts = tuple(p.strip() for p in args.build_parts.split(",") if p.strip())
+        if set(parts) - set(BUILD_PARTS):
+            parser.error(f"unknown build parts: {', '.join(sorted(set(parts) - set(BUILD_PARTS)))}")
         if args.repeat < 1:
             parser.error("--repeat must be at least 1")
         if args.stack == "cluster" and args.seed_lake is not None:
@@ -96,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             repeat=args.repeat,
             seed=args.seed,
             stages=stages,
+            build_parts=parts,
             work_root=args.work,
             results_dir=args.results,
             freshness_probes=args.freshness_probes,

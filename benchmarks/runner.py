@@ -397,14 +397,22 @@ class TierRun(TierContext):
         # The lake's first build extracts every event (what --re-extract measures below); the full refreshes
         # after it start from the extracted form, which is what "full build" means here.
         first = self.spark_stage("build", "build-first", overrides, *now)
-        full = [
-            self.spark_stage("build", f"build-full-{i}", overrides, "--full-refresh", *now)
-            for i in range(1, self.config.repeat + 1)
-        ]
-        full_summary = full_builds(full)
+        parts = self.config.build_parts
+        skipped = {"status": "skipped", "reason": "not in --build-parts"}
+        if "full" in parts:
+            full = [
+                self.spark_stage("build", f"build-full-{i}", overrides, "--full-refresh", *now)
+                for i in range(1, self.config.repeat + 1)
+            ]
+            full_summary = full_builds(full)
+        else:
+            # The shares of a full build are then taken of the first build (extraction included).
+            full_summary = {**full_builds([first]), "from": "build-first"}
         # A failed re-extraction (e.g. a build API without it) is reported and the stage goes on: its
         # process fails before it touches the lake when the keyword is unknown.
-        if self.config.repeat == 1:
+        if "re-extract" not in parts:
+            re_extract: dict[str, Any] = skipped
+        elif self.config.repeat == 1:
             # One run only (a large tier): the lake's first build already parsed every event and recomputed
             # everything, the same code path as --re-extract; it is reported as that run.
             re_extract = {**full_builds([first]), "from": "build-first"}
@@ -419,7 +427,7 @@ class TierRun(TierContext):
                 ),
             )
         increments, delta_ingests = [], []
-        for k in range(1, min(self.config.repeat, DELTA_PARTS) + 1):
+        for k in range(1, min(self.config.repeat, DELTA_PARTS) + 1 if "incremental" in parts else 1):
             spool = self.work / f"delta{k}.spool"
             produce(broker.bootstrap_servers, self.topic, read_spool(spool), self.max_message_bytes)
             delta_ingests.append(self.spark_stage("ingest", f"ingest-delta{k}", overrides))
@@ -428,14 +436,26 @@ class TierRun(TierContext):
             "first": first,
             "full": full_summary,
             "re_extract": re_extract,
-            "incremental": incremental_builds(increments, delta_ingests, full_summary["seconds"]),
+            "incremental": (
+                incremental_builds(increments, delta_ingests, full_summary["seconds"])
+                if increments
+                else skipped
+            ),
         }
         self.results["stages"]["build"] = {**result, "status": "running"}
         self.save()
-        result["history"] = self.part(
-            "history builds", lambda: self.history_builds(broker, lake, now, full_summary["seconds"])
+        result["history"] = (
+            self.part(
+                "history builds", lambda: self.history_builds(broker, lake, now, full_summary["seconds"])
+            )
+            if "history" in parts
+            else skipped
         )
-        result["noop"] = self.part("builds with nothing new", lambda: self.noop_builds(overrides, now))
+        result["noop"] = (
+            self.part("builds with nothing new", lambda: self.noop_builds(overrides, now))
+            if "noop" in parts
+            else skipped
+        )
         return result
 
     def noop_builds(self, overrides: dict[str, Any], now: list[str]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from lineage.settings import load_settings
 log = logging.getLogger(__name__)
 
 ALL_STAGES = ("ingest", "build", "queries", "freshness", "lineage-freshness", "rentgen")
+# The measurements of the build stage after the lake's first build (--build-parts picks some).
+BUILD_PARTS = ("full", "re-extract", "incremental", "history", "noop")
 # What runs on --stack cluster: the Spark jobs. The CLI queries, the freshness probe and Data.Rentgen are
 # measured on the local stack only.
 CLUSTER_STAGES = ("ingest", "build")
@@ -43,6 +45,7 @@ class BenchConfig:
     repeat: int = 3
     seed: int = 42
     stages: tuple[str, ...] = ALL_STAGES
+    build_parts: tuple[str, ...] = BUILD_PARTS
     work_root: Path = Path("var/bench/work")
     results_dir: Path = Path("var/bench/results")
     freshness_probes: int = 8
