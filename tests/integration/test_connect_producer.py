@@ -13,6 +13,9 @@ orders) in a fresh server; the connector ``shop-cdc`` (topic prefix ``shop``, jo
 * ``over_http``: the worker started again with the HTTP transport; changes, then SIGTERM;
 * ``killed``: the worker started again (Kafka transport), changes, then SIGKILL: no terminal event.
 
+Then a PySpark job with the OpenLineage Spark listener reads the orders change topic into an Iceberg table
+(tests/producers/spark_read_changes.py), so the topic has a reader downstream.
+
 Needs `make connect-setup` (.jars/connect, .jars/connect-plugins/debezium, Debian's PostgreSQL). Set
 ``CONNECT_GOLDEN_DIR`` to also write the captured events there (how tests/resources/golden/connect_real/
 was made).
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -41,7 +46,7 @@ from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic
 from lineage.serve.auth import hash_key, new_key
 from lineage.settings import Settings
-from tests.fixtures.connect import ConnectWorker, render
+from tests.fixtures.connect import REPO, ConnectWorker, render
 from tests.fixtures.intake import start_intake
 from tests.fixtures.lake import lake_settings
 from tests.fixtures.postgres import PostgresServer, running_postgres
@@ -55,6 +60,7 @@ DATABASE = "postgres"
 TABLES = ("customers", "orders")
 PRODUCER = "https://github.com/debezium/debezium/tree/v3.5.0.Final/debezium-openlineage"
 EVENT_TIMEOUT_S = 120.0
+SPARK_JOB = ("spark-cdc", "orders_from_cdc")  # tests/producers/spark_read_changes.py
 SILENCE = timedelta(hours=2)  # the build runs this long after the last event: the killed run is long silent
 
 Event = dict[str, Any]
@@ -306,6 +312,27 @@ def connect_lake(
         intake.stop()
 
     t0 = time.monotonic()
+    reader = subprocess.run(
+        [
+            *(sys.executable, "tests/producers/spark_read_changes.py", "--bootstrap", bootstrap),
+            *(
+                "--topic",
+                topic,
+                "--changes",
+                f"{TOPIC_PREFIX}.public.orders",
+                "--warehouse",
+                str(work / "cdc"),
+            ),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert reader.returncode == 0, reader.stderr[-3000:]
+    scenario.seconds["spark_reader"] = time.monotonic() - t0
+
+    t0 = time.monotonic()
     progress = run_ingest(spark, settings, trigger="availableNow")
     scenario.rows_in, scenario.rejected = progress.rows_in, progress.rejected
     scenario.seconds["ingest"] = time.monotonic() - t0
@@ -337,9 +364,9 @@ def connect_lake(
 
 
 def test_every_debezium_event_lands_once_keyed_by_its_job(connect_lake: Scenario) -> None:
-    raw = connect_lake.tables["raw"]
-    assert connect_lake.rejected == 0
-    assert connect_lake.rows_in == len(raw) == len(connect_lake.events) > 10
+    assert connect_lake.rejected == 0 and connect_lake.rows_in == len(connect_lake.tables["raw"])
+    raw = [r for r in connect_lake.tables["raw"] if r["job_namespace"] == JOB[0]]
+    assert len(raw) == len(connect_lake.events) > 10
     assert {(r["job_namespace"], r["job_name"]) for r in raw} == {JOB}
     assert {r["producer"] for r in raw} == {PRODUCER}
     # openlineage-java's Kafka transport keys by job; the intake keys the HTTP run's events the same way.
@@ -367,8 +394,7 @@ def test_one_worker_start_sent_over_http_through_the_intake(connect_lake: Scenar
 
 
 def test_connector_job_carries_its_configured_metadata(connect_lake: Scenario) -> None:
-    (job,) = connect_lake.tables["jobs"]
-    assert (job["job_namespace"], job["job_name"]) == JOB
+    (job,) = [j for j in connect_lake.tables["jobs"] if (j["job_namespace"], j["job_name"]) == JOB]
     assert (job["integration"], job["job_type"], job["processing_type"]) == ("DEBEZIUM", "TASK", "STREAMING")
     assert job["description"] == "CDC of the shop database (customers, orders) into Kafka"
     assert [(o["name"], o["type"]) for o in job["owners"]] == [
@@ -406,7 +432,7 @@ def test_runs_complete_on_stop_and_the_killed_worker_is_lost(connect_lake: Scena
     # second, so the 900 s floor is the threshold.
     assert killed["threshold_seconds"] == 900.0
     assert "median heartbeat" in killed["liveness_reason"]
-    (summary,) = connect_lake.tables["job_summary"]
+    (summary,) = [s for s in connect_lake.tables["job_summary"] if (s["job_namespace"], s["job_name"]) == JOB]
     assert (summary["run_count"], summary["completed_runs"], summary["lost_runs"]) == (4, 3, 1)
     assert summary["last_run_state"] == "LOST"
 
@@ -429,18 +455,21 @@ def test_tables_are_inputs_with_their_schemas_and_change_topics_outputs(connect_
         ("placed_at", "timestamptz"),
     ]
     # A change topic's schema is Debezium's envelope: before/after rows, source metadata, op, times.
-    for topic in topics.values():
-        assert [f["name"] for f in schemas[topic]] == [
-            "before",
-            "after",
-            "source",
-            "transaction",
-            "op",
-            "ts_ms",
-            "ts_us",
-            "ts_ns",
-        ]
-    assert len(connect_lake.tables["datasets"]) == 4
+    envelope = ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
+    assert [f["name"] for f in schemas[topics["customers"]]] == envelope
+    history: dict[str, list[tuple[int, list[str], str]]] = {}
+    for v in sorted(connect_lake.tables["dataset_schemas"], key=lambda v: v["version"]):
+        names = [f["name"] for f in v["schema_fields"]]
+        history.setdefault(v["dataset_id"], []).append((v["version"], names, v["first_job_namespace"]))
+    assert history[topics["customers"]] == [(1, envelope, JOB[0])]
+    # The orders topic is also read by the Spark job, whose listener reports Spark's Kafka source columns
+    # (key, value, topic, ...) as the topic's schema: the latest report wins, so the reader's view is the
+    # current schema and the writer's envelope stays as version 1 in the history.
+    (first, second) = history[topics["orders"]]
+    assert first == (1, envelope, JOB[0])
+    assert (second[0], second[1][:3], second[2]) == (2, ["key", "value", "topic"], SPARK_JOB[0])
+    assert [f["name"] for f in schemas[topics["orders"]]] == second[1]
+    assert len([d for d in connect_lake.tables["datasets"] if d["namespace"] in (pg, kafka)]) == 4
     # Every run, the killed one too, read both tables and wrote both topics.
     io = {(r["run_id"], r["dataset_id"], r["direction"]) for r in connect_lake.tables["run_io"]}
     for step, run in connect_lake.runs.items():
@@ -457,6 +486,7 @@ def test_each_table_feeds_its_change_topic(connect_lake: Scenario) -> None:
     edges = {
         (e["source_dataset_id"], e["target_dataset_id"], e["job_namespace"], e["job_name"])
         for e in connect_lake.tables["dataset_edges"]
+        if (e["job_namespace"], e["job_name"]) == JOB
     }
     for table in TABLES:
         assert (tables[table], topics[table], *JOB) in edges
@@ -464,3 +494,26 @@ def test_each_table_feeds_its_change_topic(connect_lake: Scenario) -> None:
     # column lineage, no symlink): job-level lineage joins every input of the job to every output, so the
     # crossed pairs (customers -> the orders topic and back) are edges too.
     assert edges == {(t, o, *JOB) for t in tables.values() for o in topics.values()}
+
+
+def test_change_topic_links_to_the_spark_job_that_reads_it(connect_lake: Scenario) -> None:
+    kafka = connect_lake.kafka_namespace()
+    orders_topic = connect_lake.dataset_id(kafka, f"{TOPIC_PREFIX}.public.orders")
+    orders_table = connect_lake.dataset_id(connect_lake.pg_namespace, f"{DATABASE}.public.orders")
+    edges = connect_lake.tables["dataset_edges"]
+    # The Spark listener names the topic as Debezium does (kafka://<first bootstrap server>, the topic): one
+    # dataset, written by the connector and read by the Spark job's runs.
+    spark_out = {
+        e["target_dataset_id"]
+        for e in edges
+        if e["source_dataset_id"] == orders_topic and e["job_namespace"] == SPARK_JOB[0]
+    }
+    assert spark_out, [e for e in edges if e["job_namespace"] == SPARK_JOB[0]]
+    names = {d["dataset_id"]: d["name"] for d in connect_lake.tables["datasets"]}
+    assert {names[d].rstrip("/").rsplit("/", 2)[-2:] == ["db", "orders_latest"] for d in spark_out} == {True}
+    # So the path runs PostgreSQL table -> change topic -> Iceberg table, two jobs.
+    assert any(
+        e["source_dataset_id"] == orders_table and e["target_dataset_id"] == orders_topic for e in edges
+    )
+    readers = {(e["job_namespace"], e["job_name"]) for e in edges if e["source_dataset_id"] == orders_topic}
+    assert JOB not in readers and {ns for ns, _ in readers} == {SPARK_JOB[0]}
