@@ -332,12 +332,22 @@ class _Build:
         """Maintain every model table from the facts extracted for the range after ``previous``."""
         facts = self.table("event_facts")
         delta = facts.where(F.col(RANGE) == previous)
-        # A touched run's parent is touched too: a parent known only from its children gets its row from them.
-        runs_touched = (
+        # A touched run's parent is touched too, whether the range's events name it or the run's earlier ones
+        # do (a child's later events may carry no parent facet): a parent known only from its children gets
+        # its row from them, and one with events of its own must not get a row from its children alone.
+        named = (
             delta.where(F.col("run_id").isNotNull())
             .select("run_id")
             .unionByName(
                 delta.where(F.col("parent_run_id").isNotNull()).select(F.col("parent_run_id").alias("run_id"))
+            )
+            .distinct()
+        )
+        runs_touched = (
+            named.unionByName(
+                facts.join(named, "run_id", "left_semi")
+                .where(F.col("parent_run_id").isNotNull())
+                .select(F.col("parent_run_id").alias("run_id"))
             )
             .distinct()
             .localCheckpoint()
@@ -379,7 +389,16 @@ class _Build:
         self.step_done("jobs")
 
         runs_table = self.table("runs")
-        fresh = model.runs(facts.join(F.broadcast(runs_touched), "run_id", "left_semi"))
+        # A touched run's row reads its own events; a parent's also those of every child naming it. Rows of
+        # runs outside the touched set that these events also give (other children, partly seen) are dropped.
+        run_facts = facts.join(F.broadcast(runs_touched), "run_id", "left_semi").unionByName(
+            facts.join(
+                F.broadcast(runs_touched.withColumnRenamed("run_id", "parent_run_id")),
+                "parent_run_id",
+                "left_semi",
+            )
+        )
+        fresh = model.runs(run_facts).join(F.broadcast(runs_touched), "run_id", "left_semi")
         # Still-running runs nobody touched: their liveness changes with time and with their job's cadence.
         running = (
             runs_table.where(F.col("reported_state") == RUNNING)

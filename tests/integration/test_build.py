@@ -312,7 +312,19 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
     )
     straddle_start = run_event("START", at(30), run_id(3), ("lab", "final"), inputs=[dataset(*REPORT)])
     archive = run_event("COMPLETE", at(35), run_id(7), ("lab", "archive"), outputs=[dataset(*OLD_NAME)])
-    first = [ingest, report, straddle_start, archive]
+    # A parent run with events of its own and a child naming it; the child's COMPLETE in the second part
+    # carries no parent facet, so only the child's earlier event says whose child it is.
+    parent_start = run_event("START", at(36), run_id(10), ("lab", "pipeline"))
+    child_start = run_event(
+        "START",
+        at(37),
+        run_id(11),
+        ("lab", "pipeline.step"),
+        run_facets={
+            "parent": {"run": {"runId": run_id(10)}, "job": {"namespace": "lab", "name": "pipeline"}}
+        },
+    )
+    first = [ingest, report, straddle_start, archive, parent_start, child_start]
     catalog = run_event(
         "COMPLETE", at(40), run_id(4), ("lab", "catalog"), outputs=[dataset(*ORDERS, symlinks=[HIVE_ORDERS])]
     )
@@ -352,7 +364,8 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
     drop = run_event("COMPLETE", at(80), run_id(9), ("lab", "cleanup"), outputs=[dropped])
     # The replayed event is of a run the second part touches anyway: the merged-away dataset's rows (ingest's
     # output) must be found through the alias change alone.
-    return first, [straddle_end, late, catalog, straddle_start, task, rename, drop]
+    child_end = run_event("COMPLETE", at(90), run_id(11), ("lab", "pipeline.step"))
+    return first, [straddle_end, late, catalog, straddle_start, task, rename, drop, child_end]
 
 
 def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
@@ -373,7 +386,7 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
 
     result = build_lineage(spark, own_lake, now=NOW)
 
-    assert (result.mode, result.new_events) == ("incremental", 7)
+    assert (result.mode, result.new_events) == ("incremental", 8)
     incremental = frozen(spark, own_lake)
     catalog = open_catalog(own_lake.catalog)
     ids = {
@@ -404,10 +417,14 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     dag = runs[run_id(6)]  # known only as the task's parent
     assert (dag["job_name"], dag["reported_state"], dag["inferred_state"]) == ("dag", None, "UNKNOWN")
     assert runs[run_id(5)]["root_run_id"] == run_id(6) and runs[run_id(1)]["root_run_id"] == run_id(1)
+    # The parent keeps the row of its own events (a row from its child alone broke the runs MERGE).
+    assert (runs[run_id(10)]["reported_state"], runs[run_id(10)]["event_count"]) == ("RUNNING", 1)
+    assert (runs[run_id(11)]["reported_state"], runs[run_id(11)]["parent_run_id"]) == ("COMPLETE", run_id(10))
     deps = catalog.load_table("lineage.job_dependencies").scan().to_arrow().to_pylist()
     assert {(d["upstream_job_name"], d["downstream_job_name"], d["source"]) for d in deps} == {
         ("final", "dag.task", "jobDependencies"),
         ("dag", "dag.task", "parent"),
+        ("pipeline", "pipeline.step", "parent"),
     }
     aliases = catalog.load_table("lineage.dataset_aliases").scan().to_arrow().to_pylist()
     by_name = {(a["alias_namespace"], a["alias_name"]): a["dataset_id"] for a in aliases}
