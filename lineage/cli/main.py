@@ -10,9 +10,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
-from operator import itemgetter
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,44 +19,31 @@ import click
 
 from lineage.cli import output
 from lineage.cli.sql import sql_command
-from lineage.cli.store import (
+from lineage.graph.render import FORMATS
+from lineage.query.answers import (
+    DEFAULT_DEPTH,
+    graph_dict,
+    impact_of,
+    run_detail,
+    run_json,
+    state_names,
+    traversal_json,
+)
+from lineage.query.errors import LookupError_
+from lineage.query.nodes import (
     BOTH,
-    DATASET,
     DOWNSTREAM,
     GRANULARITY_JOB,
     GRANULARITY_PARENT,
-    JOB,
-    MAX_INT,
     TERMINAL_STATES,
     UPSTREAM,
     VIA_BOTH,
     VIA_DATASETS,
     VIA_DEPENDENCIES,
-    WHOLE_DATASET,
-    LineageStore,
-    LookupError_,
-    Node,
-    Traversal,
-    parse_tag,
-    parse_time,
-    shown_value,
 )
+from lineage.query.params import MAX_INT, parse_tag, parse_time, shown_value
+from lineage.query.store import LineageStore
 
-STATE_NAMES = {
-    "running": "RUNNING",
-    "lost": "LOST",
-    "failed": "FAIL",
-    "fail": "FAIL",
-    "complete": "COMPLETE",
-    "completed": "COMPLETE",
-    "aborted": "ABORT",
-    "abort": "ABORT",
-    "start": "START",
-    "started": "START",
-    "other": "OTHER",
-}
-DEFAULT_DEPTH = 10
-FORMATS = ["html", "dot", "mermaid", "json"]
 # What the object store's clients (pyarrow's S3 client under pyiceberg; boto-style clients) say when a
 # request had no credentials or refused ones.
 _DENIED = re.compile(
@@ -423,273 +409,6 @@ def hash_key_command(from_stdin: bool) -> None:
     key = new_key()
     click.echo(f"api key (give it to the producer; it is not stored anywhere): {key}")
     click.echo(f"sha256  (put it in serve.api_key_hashes or serve.api_keys_file): {hash_key(key)}")
-
-
-def state_names(states: Sequence[str]) -> list[str]:
-    """The inferred states asked for (``lost``, ``failed`` ...) as the runs table spells them."""
-    wanted = []
-    for state in states:
-        name = STATE_NAMES.get(state.strip().lower())
-        if name is None:
-            raise LookupError_(f"unknown state {state!r}: use one of {', '.join(sorted(set(STATE_NAMES)))}")
-        wanted.append(name)
-    return wanted
-
-
-def impact_of(store: LineageStore, target: str, depth: int | None, as_of: datetime | None) -> dict[str, Any]:
-    """What a change to a dataset (or one field of it) affects downstream, as ``lineage impact --json``."""
-    root, field_name = store.resolve_field(target)
-    if root.kind != DATASET:
-        raise LookupError_(f"{target!r} is a job; impact starts from a dataset or a dataset field")
-    walk = store.traverse(root, DOWNSTREAM, depth, as_of=as_of, columns=True, field_name=field_name)
-    if field_name is not None:  # a field: only what its column lineage reaches
-        reached = {f.dataset for f in walk.columns} | {root}
-        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == JOB or n in reached}
-        jobs = {(e["job_namespace"], e["job_name"]) for e in walk.column_edges}
-        walk.hops = {n: h for n, h in walk.hops.items() if n.kind == DATASET or (n.namespace, n.name) in jobs}
-    return impact_json(store, walk, field_name)
-
-
-def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
-    """One run with its children and datasets, as ``lineage run --json``."""
-    row = store.run(run_id)
-    return {
-        **run_json(row),
-        "children": [run_json(c) for c in store.children(row["run_id"])],
-        "dependencies": run_dependencies(store, row),
-        "datasets": [
-            {
-                "dataset": d["dataset"],
-                "direction": d["direction"],
-                "row_count": d["row_count"],
-                "first_seen": output.iso(d["first_seen"]),
-                "last_seen": output.iso(d["last_seen"]),
-            }
-            for d in store.run_datasets(row["run_id"])
-        ],
-    }
-
-
-def node_json(store: LineageStore, node: Node) -> dict[str, Any]:
-    """A node's JSON object, made once per store: callers copy it before adding to it (the read API's
-    store answers many questions from one build, and large answers hold thousands of nodes)."""
-    data = store.node_payloads.get(node)
-    if data is None:
-        data = {
-            "id": node.id,
-            "kind": node.kind,
-            "namespace": node.namespace,
-            "name": node.name,
-            "label": node.label,
-        }
-        if node.kind == JOB:
-            data["state"], data["last_run_id"] = store.job_state(node.namespace, node.name)
-        store.node_payloads[node] = data
-    return data
-
-
-def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None) -> dict[str, Any]:
-    # Nodes by (hops, kind, label), the root (the one node at 0 hops) left out; edges by (source, target).
-    # Sorted as tuples before any JSON object is made: a deep walk from a hub holds thousands of each.
-    nodes = sorted(((h, n.kind, n.label, n) for n, h in walk.hops.items() if h), key=itemgetter(0, 1, 2))
-    edges = sorted(edge_ends(*edge) for edge in walk.edges)
-    store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
-    data: dict[str, Any] = {
-        "root": dict(node_json(store, walk.root)),
-        "direction": walk.direction,
-        "depth": walk.depth,
-        "as_of": output.iso(as_of),
-        "nodes": [{**node_json(store, n), "hops": h} for h, _, _, n in nodes],
-        "edges": edge_objects(edges),
-    }
-    if walk.job_links:
-        data["dependencies"] = sorted(
-            (dependency_json(*link) for link in walk.job_links), key=lambda e: (e["source"], e["target"])
-        )
-    if walk.columns or walk.column_edges:
-        data["columns"] = [
-            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
-            for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
-        ]
-        data["column_edges"] = [column_edge_json(store, e) for e in walk.column_edges]
-    return data
-
-
-def edge_objects(ends: Iterable[tuple[str, str, str]]) -> list[dict[str, str]]:
-    """The JSON objects of edges given as :func:`edge_ends`, in that order."""
-    return [{"source": source, "target": target, "kind": kind} for source, target, kind in ends]
-
-
-def edge_ends(dataset: Node, job: Node, kind: str) -> tuple[str, str, str]:
-    """(source id, target id, kind) of a dataset -> job (input) or job -> dataset (output) edge."""
-    source, target = (dataset, job) if kind == "input" else (job, dataset)
-    return source.id, target.id, kind
-
-
-def dependency_json(upstream: Node, downstream: Node, source: str) -> dict[str, str]:
-    """A job -> job dependency (the upstream job runs first)."""
-    return {"source": upstream.id, "target": downstream.id, "kind": "dependency", "via": source}
-
-
-def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any]:
-    source = store.dataset_nodes.get(edge["source_dataset_id"])
-    target = store.dataset_nodes.get(edge["target_dataset_id"])
-    return {
-        "source": source.label if source else edge["source_dataset_id"],
-        "source_field": edge["source_field"] or WHOLE_DATASET,
-        "target": target.label if target else edge["target_dataset_id"],
-        "target_field": edge["target_field"] or WHOLE_DATASET,
-        "job": f"{edge['job_namespace']}/{edge['job_name']}",
-        "direct": edge["is_direct"],
-        "subtypes": list(edge["subtypes"] or []),
-        "transformation": output.transformation_label(edge),
-    }
-
-
-def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) -> dict[str, Any]:
-    store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
-    ordered = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label))
-    return {
-        "root": {**node_json(store, walk.root), "field": field_name},
-        "depth": walk.depth,
-        "datasets": [
-            {"dataset": n.label, "id": n.id, "hops": h}
-            for n, h in ordered
-            if n.kind == DATASET and n != walk.root
-        ],
-        "jobs": [{**node_json(store, n), "hops": h} for n, h in ordered if n.kind == JOB],
-        "columns": [
-            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
-            for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
-        ],
-    }
-
-
-RUN_FIELDS = (
-    "run_id",
-    "job_namespace",
-    "job_name",
-    "reported_state",
-    "inferred_state",
-    "liveness_reason",
-    "started_at",
-    "ended_at",
-    "last_event_at",
-    "duration_seconds",
-    "parent_run_id",
-    "parent_job_namespace",
-    "parent_job_name",
-    "root_run_id",
-    "error_message",
-    "processing_engine_name",
-    "processing_engine_version",
-    "event_count",
-    "silent_seconds",
-    "threshold_seconds",
-)
-
-
-def run_dependencies(store: LineageStore, row: dict[str, Any]) -> list[dict[str, Any]]:
-    """The jobs the run's job depends on (upstream) and that depend on it (downstream)."""
-    if row["job_name"] is None:
-        return []
-    found = store.dependencies_of(row["job_namespace"], row["job_name"])
-    out = []
-    for direction, rows in found.items():
-        end = "upstream" if direction == UPSTREAM else "downstream"
-        for dep in rows:
-            out.append(
-                {
-                    "direction": direction,
-                    "job": f"{dep[f'{end}_job_namespace']}/{dep[f'{end}_job_name']}",
-                    "via": dep["source"],
-                    "dependency_type": dep["dependency_type"],
-                    "trigger_rule": dep["status_trigger_rule"],
-                    "last_seen": output.iso(dep["last_seen"]),
-                }
-            )
-    return sorted(out, key=lambda d: (d["direction"] != UPSTREAM, d["job"], d["via"]))
-
-
-def run_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: output.iso(row.get(key)) for key in RUN_FIELDS}
-
-
-def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
-    """The renderer's input (see lineage.graph.render)."""
-    nodes = []
-    for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
-        entry: dict[str, Any] = {
-            "id": node.id,
-            "kind": node.kind,
-            "namespace": node.namespace,
-            "name": node.name,
-            "label": node.name if node.kind == JOB else node.label,
-            "hops": hops,
-            "state": None,
-            "fields": [],
-            "details": {},
-        }
-        if node.kind == JOB:
-            summary = store.job_summary.get((node.namespace, node.name), {})
-            job = store.jobs.get((node.namespace, node.name), {})
-            entry["state"] = summary.get("last_run_state")
-            entry["details"] = {
-                "latest run": summary.get("last_run_id"),
-                "latest run reported": summary.get("last_run_reported_state"),
-                "runs": summary.get("run_count"),
-                "lost runs": summary.get("lost_runs"),
-                "failed runs": summary.get("failed_runs"),
-                "integration": job.get("integration"),
-                "processing": job.get("processing_type"),
-            }
-        else:
-            row = store.datasets.get(node.dataset_id or "", {})
-            entry["fields"] = [
-                {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
-            ]
-            entry["details"] = {
-                "aliases": sorted(
-                    f"{a['alias_namespace']}/{a['alias_name']} ({a['alias_kind']})"
-                    for a in store.aliases
-                    if a["dataset_id"] == node.dataset_id
-                    and (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
-                ),
-                "first seen": output.iso(row.get("first_seen")),
-                "last seen": output.iso(row.get("last_seen")),
-            }
-        entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
-        nodes.append(entry)
-    ordered = sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))
-    edges = edge_objects(edge_ends(*edge) for edge in ordered)
-    links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
-    edges += [dependency_json(*link) for link in links]
-    column_edges = []
-    for edge in walk.column_edges:
-        source = store.dataset_nodes.get(edge["source_dataset_id"])
-        target = store.dataset_nodes.get(edge["target_dataset_id"])
-        if source is None or target is None or source not in walk.hops or target not in walk.hops:
-            continue
-        if edge["source_field"] is None or edge["target_field"] is None:  # dataset-level (INDIRECT) edge
-            continue
-        column_edges.append(
-            {
-                "source": source.id,
-                "source_field": edge["source_field"],
-                "target": target.id,
-                "target_field": edge["target_field"],
-                "transformation": output.transformation_label(edge),
-                "job": f"job:{edge['job_namespace']}/{edge['job_name']}",
-            }
-        )
-    return {
-        "root": walk.root.id,
-        "direction": walk.direction,
-        "generated_at": output.iso(datetime.now(UTC)),
-        "nodes": nodes,
-        "edges": edges,
-        "column_edges": column_edges,
-    }
 
 
 def credentials_hint(exc: BaseException) -> str | None:

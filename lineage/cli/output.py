@@ -10,25 +10,9 @@ from typing import Any
 import click
 import orjson
 
-from lineage.cli.store import DATASET, LineageStore, Traversal
-
-
-def iso(value: Any) -> Any:
-    """Datetimes as ISO-8601 UTC strings (``Z``); everything else unchanged."""
-    if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
-    return value
-
-
-def transformation_label(edge: dict[str, Any]) -> str | None:
-    """``TYPE/SUBTYPE`` of each distinct transformation on a column edge, ``unknown`` when the producer did
-    not say DIRECT or INDIRECT (legacy facets, dbt, Airflow's SQL parser); None without any."""
-    labels = {
-        (t.get("type") or "unknown") + (f"/{t['subtype']}" if t.get("subtype") else "")
-        for t in edge.get("transformations") or []
-    }
-    return ", ".join(sorted(labels)) or None
-
+from lineage.query.nodes import DATASET, Traversal
+from lineage.query.store import LineageStore
+from lineage.query.text import escape_unsafe, iso, transformation_label
 
 # orjson, not the standard library: with an indent the standard encoder is pure Python (a deep walk from a
 # hub at tier M, 3 MB of JSON, took about 0.1 s of the command's second). Same document, same text rules:
@@ -67,40 +51,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "
     echo(indent + line.rstrip())
     for row in cells:
         echo(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-# C0 and C1 controls, DEL, and the Unicode bidirectional formatting characters (embeddings, overrides,
-# isolates, marks) that can reorder what a reader sees (CVE-2021-42574, "Trojan Source").
-_UNSAFE = frozenset(
-    [
-        *range(0x00, 0x20),
-        *range(0x7F, 0xA0),
-        0x061C,
-        0x200E,
-        0x200F,
-        *range(0x202A, 0x202F),
-        *range(0x2066, 0x206A),
-    ]
-)
-
-
-_UNSAFE_PATTERN = re.compile("[" + "".join(f"\\u{code:04x}" for code in sorted(_UNSAFE)) + "]")
-
-
-def escape_unsafe(text: str, *, keep: str = "", as_json: bool = False) -> str:
-    """``text`` with control and bidi-formatting characters, but those in ``keep``, written as visible
-    escapes: ``\\x1b`` below U+0100 and ``\\u202e`` above, or with ``as_json`` the JSON escapes ``\\u001b``
-    and ``\\u202e`` (for a JSON text whose strings are already escaped by its encoder: ``keep`` its line
-    breaks). The one escaping of names for every output: tables, the graph's dot, mermaid and JSON."""
-
-    def escape(match: re.Match[str]) -> str:
-        char = match.group()
-        if char in keep:
-            return char
-        code = ord(char)
-        return f"\\x{code:02x}" if code < 0x100 and not as_json else f"\\u{code:04x}"
-
-    return _UNSAFE_PATTERN.sub(escape, text)
 
 
 def safe_text(text: str, *, keep_newlines: bool = False) -> str:

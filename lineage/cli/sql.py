@@ -32,7 +32,8 @@ import click
 import orjson
 
 from lineage.cli import output
-from lineage.cli.store import LookupError_, parse_time
+from lineage.query.errors import LookupError_
+from lineage.query.params import parse_time
 
 # avro first: the iceberg extension reads manifests through it and may not autoload it here.
 EXTENSIONS = (("avro", "duckdb-ext-avro"), ("iceberg", "duckdb-ext-iceberg"))

@@ -14,11 +14,11 @@ import logging
 import sys
 from collections import Counter
 
-from lineage.cli.store import display_name
 from lineage.demo.events import MALFORMED, lab_events
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import create_topic
 from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.query.nodes import display_name
 from lineage.settings import Settings, load_settings
 
 

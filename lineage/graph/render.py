@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NamedTuple
 
-from lineage.cli.output import escape_unsafe
+from lineage.query.text import escape_unsafe
 
 Graph = Mapping[str, Any]
 
@@ -120,7 +120,7 @@ def _checked(graph: Graph) -> _Checked:
 def _clean(text: object) -> str:
     """Text whose line breaks (any kind) are ``\\n``, whose other C0 controls and DEL show as U+FFFD and
     whose C1 controls and bidi-formatting characters show as visible ``\\x9b``/``\\u202e`` text, as the
-    CLI's tables print them (:func:`lineage.cli.output.escape_unsafe`)."""
+    CLI's tables print them (:func:`lineage.query.text.escape_unsafe`)."""
     text = _CONTROL.sub("\N{REPLACEMENT CHARACTER}", _LINE_BREAK.sub("\n", str(text)))
     return escape_unsafe(text, keep="\n\t")
 

@@ -27,7 +27,7 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from aiohttp.web_response import StreamResponse
 
-from lineage.cli.output import escape_unsafe
+from lineage.query.text import escape_unsafe
 from lineage.serve import errors, intake, read
 from lineage.serve.auth import ApiKeys, Principal, Scope, read_hash_file
 from lineage.serve.metrics import Metrics, middleware, write_to_shared_files

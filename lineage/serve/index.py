@@ -1,6 +1,6 @@
 """The read API's in-memory index: the lineage tables of one finished build, held as Arrow tables.
 
-:class:`IndexedStore` is the CLI's :class:`~lineage.cli.store.LineageStore` (same name resolution, same
+:class:`IndexedStore` is the CLI's :class:`~lineage.query.store.LineageStore` (same name resolution, same
 walks) whose table reads answer from memory instead of scanning Iceberg. :class:`ReadIndex` keeps the
 current one and replaces it, in one reference assignment, when a newer finished build appears: a request
 takes the current store once and answers from it alone, so no answer mixes two builds.
@@ -23,7 +23,9 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
-from lineage.cli.store import DATASET, LineageStore, LookupError_, Node
+from lineage.query.errors import LookupError_
+from lineage.query.nodes import DATASET, Node
+from lineage.query.store import LineageStore
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from lineage.cli.store import DATASET, WHOLE_DATASET, LookupError_, Node, UnknownNode
+from lineage.query.errors import LookupError_, UnknownNode
+from lineage.query.nodes import DATASET, WHOLE_DATASET, Node
 from lineage.serve.index import IndexedStore
 from lineage.serve.scope import event_visible, scope_of, visible_json
 
@@ -306,7 +307,7 @@ def schema_history(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
         table = _schemas(store, _HISTORY_COLUMNS)
         if table is None:
             return {}
-        from lineage.cli.store import python_rows
+        from lineage.query.tables import python_rows
 
         found: dict[str, list[dict[str, Any]]] = {}
         for row in python_rows(table.select(list(_HISTORY_COLUMNS))):
@@ -817,7 +818,7 @@ def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
     ]
     fields_of: dict[Any, Any] = {}
     if history[0]["version"] != 0:
-        ex = _expressions()
+        ex = expressions()
         table = _schemas(
             store, ("dataset_id", "version", "schema_fields"), ex.EqualTo("dataset_id", node.dataset_id)
         )
@@ -857,7 +858,7 @@ def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
     return answer
 
 
-def _expressions() -> Any:
+def expressions() -> Any:
     """pyiceberg's row filter expressions (typed loosely: their stubs are pydantic)."""
     import pyiceberg.expressions
 
@@ -873,7 +874,7 @@ def run_facets(store: IndexedStore, run_id: str, kind: str) -> dict[str, Any]:
     """Marquez's ``FacetsResult``: the run's (``kind`` run) or its job's (``job``) facets, merged over
     its events in event time order (a later event's facet of a name replaces an earlier one's)."""
     row = store.run(run_id)
-    ex = _expressions()
+    ex = expressions()
     ids = sorted({row["run_id"], row["run_id"].lower(), row["run_id"].upper()})
     table = _raw(store, ("event_time", "kafka_partition", "kafka_offset", "event_json"), ex.In("run_id", ids))
     facets: dict[str, Any] = {}
@@ -911,7 +912,7 @@ def lineage_events(
     (:func:`lineage.serve.scope.visible_json`).
     """
     scope = scope_of(store)
-    ex = _expressions()
+    ex = expressions()
     window: Any = ex.AlwaysTrue()
     if after is not None:
         window = ex.And(window, ex.GreaterThanOrEqual("event_time", after.isoformat()))
@@ -993,7 +994,7 @@ def intervals(period: str, zone: tzinfo, now: datetime | None = None) -> list[tu
 def event_stats(store: IndexedStore, buckets: list[tuple[datetime, datetime]]) -> list[dict[str, Any]]:
     """Per bucket, how many run events of each terminal or starting type ``raw.events`` holds by event
     time (Marquez's lineage-event metric: ``start``, ``complete``, ``fail``, ``abort``)."""
-    ex = _expressions()
+    ex = expressions()
     first, last = buckets[0][0], buckets[-1][1]
     window = ex.And(
         ex.GreaterThanOrEqual("event_time", first.isoformat()), ex.LessThan("event_time", last.isoformat())

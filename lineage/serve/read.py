@@ -20,25 +20,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
-from lineage.cli import main as cli
-from lineage.cli.store import (
+from lineage.graph.render import FORMATS
+from lineage.query import answers
+from lineage.query.errors import LookupError_, UnknownNode
+from lineage.query.nodes import (
     BOTH,
     DOWNSTREAM,
     GRANULARITY_JOB,
     GRANULARITY_PARENT,
-    MAX_INT,
     UPSTREAM,
     VIA_BOTH,
     VIA_DATASETS,
     VIA_DEPENDENCIES,
-    LookupError_,
     Node,
-    Tag,
-    UnknownNode,
-    parse_tag,
-    parse_time,
-    shown_value,
 )
+from lineage.query.params import MAX_INT, Tag, parse_tag, parse_time, shown_value
 from lineage.serve import errors, marquez
 from lineage.serve.auth import READ as READ_ACCESS
 from lineage.serve.auth import ApiKeys, Scope
@@ -528,7 +524,7 @@ async def read_only(request: web.Request) -> web.Response:
 def _walk(direction: str) -> Callable[[web.Request], Any]:
     async def handler(request: web.Request) -> web.Response:
         node = _required(request, "node")
-        depth = _int(request, "depth", cli.DEFAULT_DEPTH)
+        depth = _int(request, "depth", answers.DEFAULT_DEPTH)
         columns = _bool(request, "columns", False)
         options, tags = _walk_options(request), _tags(request)
 
@@ -538,7 +534,7 @@ def _walk(direction: str) -> Callable[[web.Request], Any]:
             walk = store.traverse(
                 root, direction, depth, as_of=as_of, columns=columns, field_name=field, **options
             )
-            return cli.traversal_json(store, store.keep_tagged(walk, tags), as_of)
+            return answers.traversal_json(store, store.keep_tagged(walk, tags), as_of)
 
         return await _answer(request, work)
 
@@ -548,7 +544,7 @@ def _walk(direction: str) -> Callable[[web.Request], Any]:
 async def impact(request: web.Request) -> web.Response:
     target = _required(request, "node")
     depth = _int(request, "depth", None)
-    return await _answer(request, lambda store: cli.impact_of(store, target, depth, _time(request)))
+    return await _answer(request, lambda store: answers.impact_of(store, target, depth, _time(request)))
 
 
 async def runs(request: web.Request) -> web.Response:
@@ -558,24 +554,24 @@ async def runs(request: web.Request) -> web.Response:
     tags = _tags(request)
 
     def work(store: IndexedStore) -> Any:
-        wanted = cli.state_names(states)
+        wanted = answers.state_names(states)
         since = _time(request, "since")
         rows = store.runs(job=job_name, states=wanted, since=since, limit=limit, tags=tags)
-        return [cli.run_json(r) for r in rows]
+        return [answers.run_json(r) for r in rows]
 
     return await _answer(request, work)
 
 
 async def run_v2(request: web.Request) -> web.Response:
     run_id = request.match_info["id"]
-    return await _answer(request, lambda store: cli.run_detail(store, run_id))
+    return await _answer(request, lambda store: answers.run_detail(store, run_id))
 
 
 async def graph(request: web.Request) -> web.Response:
     """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
     node = _required(request, "node")
-    depth = _int(request, "depth", cli.DEFAULT_DEPTH)
-    fmt = _choice(request, "format", tuple(cli.FORMATS))
+    depth = _int(request, "depth", answers.DEFAULT_DEPTH)
+    fmt = _choice(request, "format", FORMATS)
     direction = _choice(request, "direction", (BOTH, UPSTREAM, DOWNSTREAM))
     columns = _bool(request, "columns", fmt == "html")
     options = _walk_options(request)
@@ -586,7 +582,7 @@ async def graph(request: web.Request) -> web.Response:
         root = store.resolve(node)
         with_columns = columns or fmt == "html"
         walk = store.traverse(root, direction, depth, as_of=_time(request), columns=with_columns, **options)
-        text = render(cli.graph_dict(store, walk), fmt)
+        text = render(answers.graph_dict(store, walk), fmt)
         types = {"html": "text/html", "json": "application/json", "dot": "text/vnd.graphviz"}
         return web.Response(text=text, content_type=types.get(fmt, "text/plain"), charset="utf-8")
 

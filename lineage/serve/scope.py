@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from lineage.cli.store import GRANULARITY_JOB, VIA_DATASETS, LookupError_, Node, Traversal
+from lineage.query.errors import LookupError_
+from lineage.query.nodes import GRANULARITY_JOB, VIA_DATASETS, Node, Traversal
 from lineage.serve.auth import Scope
 from lineage.serve.index import IndexedStore
 

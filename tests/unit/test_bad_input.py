@@ -15,8 +15,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from yarl import URL
 
 from lineage.cli.main import main
-from lineage.cli.store import LookupError_, parse_time
 from lineage.graph.render import render
+from lineage.query.errors import LookupError_
+from lineage.query.params import parse_time
 from lineage.serve.app import ACCESS_LOGGER, AccessLog, create_app
 from lineage.serve.auth import ApiKeys, hash_key
 from lineage.serve.read import READ

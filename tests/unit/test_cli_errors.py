@@ -8,7 +8,7 @@ import pytest
 
 from lineage.cli import main as cli_main
 from lineage.cli.main import CLUSTER_ENV, credentials_hint, main
-from lineage.cli.store import LookupError_
+from lineage.query.errors import LookupError_
 
 # What pyarrow's S3 client says (seen on the local stack's S3Proxy without AWS_* variables).
 DENIED = (

@@ -10,7 +10,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lineage.cli.store import DATASET, JOB, LineageStore, LookupError_, Node, _variants
+from lineage.query.errors import LookupError_
+from lineage.query.names import _variants
+from lineage.query.nodes import DATASET, JOB, Node
+from lineage.query.store import LineageStore
 from lineage.settings import load_settings
 
 DATASETS = [

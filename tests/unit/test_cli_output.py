@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from lineage.cli import output
-from lineage.cli.store import python_rows, python_values
+from lineage.query.tables import python_rows, python_values
 
 TITLE = "etl\x1b]0;pwned\x07job"
 BIDI = "report\u202egnp.exe"

@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from lineage.cli import store as store_module
-from lineage.cli.store import BOTH, DATASET, DOWNSTREAM, JOB, UPSTREAM, LineageStore, Node
+from lineage.query import walks as walks_module
+from lineage.query.nodes import BOTH, DATASET, DOWNSTREAM, JOB, UPSTREAM, Node
+from lineage.query.store import LineageStore
 from lineage.settings import load_settings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -126,7 +127,7 @@ def test_hop_wise_walk_matches_a_breadth_first_search(
         store.index_walks()
         store.dataset_nodes  # noqa: B018 - built, as the read API's warm-up does (nodes_of then filters nothing)
         if as_of is None:  # every hop from the lists: no filter over the edges
-            monkeypatch.setattr(store_module, "_rows_in", _no_filter)
+            monkeypatch.setattr(walks_module, "rows_in", _no_filter)
     rng = random.Random(seed)
     roots = [Node(DATASET, ns, n, i) for i, ns, n in rng.sample(datasets, 2)]
     roots.append(Node(JOB, *rng.choice(rows)[:2]) if rows else roots[0])
@@ -231,7 +232,7 @@ def test_parent_granularity_merges_the_edges_of_a_parents_children() -> None:
 
 
 def test_tag_filter_keeps_the_root_and_the_tagged_nodes_only() -> None:
-    from lineage.cli.store import has_tag, parse_tag
+    from lineage.query.params import has_tag, parse_tag
 
     datasets = [("d1", "s3://lake", "t1"), ("d2", "s3://lake", "t2")]
     rows: list[EdgeRow] = [

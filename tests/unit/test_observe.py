@@ -13,7 +13,6 @@ import pytest
 from openlineage.client.event_v2 import RunState
 from openlineage.client.serde import Serde
 
-from lineage.cli.store import LookupError_, display_name, parse_time
 from lineage.observe import (
     EmitError,
     RunRef,
@@ -23,6 +22,9 @@ from lineage.observe import (
     tracked_run,
     use_default_config,
 )
+from lineage.query.errors import LookupError_
+from lineage.query.nodes import display_name
+from lineage.query.params import parse_time
 from lineage.settings import OpenLineageSettings
 
 

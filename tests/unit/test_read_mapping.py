@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
-from lineage.cli.store import LookupError_, UnknownNode
+from lineage.query.errors import LookupError_, UnknownNode
 from lineage.serve import marquez
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings

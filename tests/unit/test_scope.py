@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from lineage.cli import main as cli
-from lineage.cli.store import UnknownNode
+from lineage.query import answers
+from lineage.query.errors import UnknownNode
 from lineage.serve import marquez
 from lineage.serve.app import ConfigurationError, api_keys, create_app
 from lineage.serve.auth import ANONYMOUS, ApiKeys, Principal, Scope, hash_key
@@ -235,7 +235,7 @@ def test_the_scoped_view_holds_only_visible_names() -> None:
         marquez.search(store, "%", None, "name", 100),
         [marquez.job_json(store, store.job_node(*k)) for k in store.job_keys],
         [marquez.dataset_json(store, n) for n in store.dataset_nodes.values()],
-        cli.run_detail(store, run["run_id"]),
+        answers.run_detail(store, run["run_id"]),
     ):
         assert not _leaks(answer), answer
     assert [n["name"] for n in marquez.namespace_list(store)["namespaces"]] == ["s3://a-lake", "team-a"]
@@ -266,7 +266,7 @@ def test_walks_stop_at_hidden_nodes_and_count_what_they_withheld() -> None:
     # the walk stops at team-b/b_report: it, b_out, team-a/publish and final are withheld
     assert sorted(n.name for n in walk.hops) == ["clean", "load", "raw"]
     assert withheld == [4]
-    assert not _leaks(cli.traversal_json(store, walk, None))
+    assert not _leaks(answers.traversal_json(store, walk, None))
     with store.counting() as withheld:
         graph = marquez.lineage_graph(store, store.resolve("s3://a-lake/final"), 20)
     assert [n["id"] for n in graph["graph"]] == ["dataset:s3://a-lake:final", "job:team-a:publish"]

@@ -33,7 +33,7 @@ from lineage.cli.sql import (
     snapshot_at,
     unique_names,
 )
-from lineage.cli.store import LookupError_
+from lineage.query.errors import LookupError_
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 

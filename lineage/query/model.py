@@ -1,0 +1,196 @@
+"""The lineage model as read: datasets, aliases, jobs, their states, edges and dependencies, each loaded
+once per store, only the columns a question needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any
+
+from lineage.query.errors import LookupError_
+from lineage.query.nodes import DATASET, DOWNSTREAM, GRANULARITY_JOB, GRANULARITY_PARENT, JOB, UPSTREAM, Node
+from lineage.query.tables import LakeTables, rows_in
+
+COLUMN_EDGE_KEY = (
+    "source_dataset_id",
+    "source_field",
+    "target_dataset_id",
+    "target_field",
+    "job_namespace",
+    "job_name",
+)
+DATASET_KEY = ("dataset_id", "namespace", "name")
+SUMMARY_COLUMNS = (
+    "job_namespace",
+    "job_name",
+    "last_run_state",
+    "last_run_id",
+    "last_run_reported_state",
+    "run_count",
+    "lost_runs",
+    "failed_runs",
+)
+
+
+class LineageModel(LakeTables):
+    """The model tables of one catalog, loaded lazily, one pyiceberg scan per table."""
+
+    # Whole rows (schemas, details) are read only by the commands that show them; a query reads the few
+    # columns it walks, column by column, which is what keeps a query on a large estate fast.
+    @cached_property
+    def datasets(self) -> dict[str, dict]:
+        return {r["dataset_id"]: r for r in self.rows("datasets")}
+
+    @cached_property
+    def _dataset_columns(self) -> Any:
+        return self.arrow("datasets", ("dataset_id", "namespace", "name"))
+
+    @cached_property
+    def dataset_nodes(self) -> dict[str, Node]:
+        columns = (self._dataset_columns.column(c).to_pylist() for c in DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(*columns, strict=True)}
+
+    def nodes_of(self, dataset_ids: Iterable[str]) -> dict[str, Node]:
+        """The dataset nodes of some ids (unknown ids left out), without building :attr:`dataset_nodes` for
+        every dataset of the estate when it is not built yet."""
+        wanted = set(dataset_ids)
+        if not wanted:
+            return {}
+        if "dataset_nodes" in self.__dict__:
+            known = self.dataset_nodes
+            return {i: node for i in wanted if (node := known.get(i)) is not None}
+        found = rows_in(self._dataset_columns, "dataset_id", wanted, DATASET_KEY)
+        return {i: Node(DATASET, ns, n, i) for i, ns, n in found}
+
+    @cached_property
+    def _alias_columns(self) -> Any:
+        return self.arrow("dataset_aliases", ("alias_namespace", "alias_name", "dataset_id", "alias_kind"))
+
+    @cached_property
+    def aliases(self) -> list[dict]:
+        return list(self._alias_columns.to_pylist())
+
+    @cached_property
+    def job_keys(self) -> set[tuple[str, str]]:
+        table = self.arrow("jobs", ("job_namespace", "job_name"))
+        found = set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+        if not found and not len(self._dataset_columns):
+            raise LookupError_("the lineage tables are empty: nothing has been ingested and built yet")
+        return found
+
+    @cached_property
+    def parent_jobs(self) -> dict[tuple[str, str], tuple[str, str]]:
+        """job -> the job of its parent runs (Spark action -> application, Airflow task -> DAG)."""
+        table = self.arrow("jobs", ("job_namespace", "job_name", "parent_job_namespace", "parent_job_name"))
+        ns, name, pns, pname = (table.column(i).to_pylist() for i in range(4))
+        return {
+            (a, b): (c, d)
+            for a, b, c, d in zip(ns, name, pns, pname, strict=True)
+            if c is not None and d is not None and (a, b) != (c, d)
+        }
+
+    def collapse(self, job: tuple[str, str], granularity: str) -> tuple[str, str]:
+        """The job itself (``job`` granularity) or its parent job, when it has one (``parent``)."""
+        return self.parent_jobs.get(job, job) if granularity == GRANULARITY_PARENT else job
+
+    @cached_property
+    def jobs(self) -> dict[tuple[str, str], dict]:
+        self.job_keys  # noqa: B018 -- the emptiness check
+        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("jobs")}
+
+    def job_state(self, namespace: str, name: str) -> tuple[str | None, str | None]:
+        """(last run state, last run id) of a job: from :attr:`job_summary` when it is loaded, else from
+        two of its columns for the jobs asked about (:meth:`fetch_job_states`): a question shows a few
+        jobs, and a dict of every job's summary costs 50 ms at tier M."""
+        if "job_summary" in self.__dict__:
+            summary = self.job_summary.get((namespace, name), {})
+            return summary.get("last_run_state"), summary.get("last_run_id")
+        key = (namespace, name)
+        if key not in self._job_states:
+            self.fetch_job_states([key])
+        return self._job_states[key]
+
+    def fetch_job_states(self, keys: Iterable[tuple[str, str]]) -> None:
+        """Read the states of these jobs in one filter of ``job_summary`` (a job without one: none)."""
+        wanted = {key for key in keys if key not in self._job_states}
+        if not wanted or "job_summary" in self.__dict__:
+            return
+        columns = ("job_namespace", "job_name", "last_run_state", "last_run_id")
+        table = self._job_state_columns
+        for namespace, name, state, run_id in rows_in(
+            table, "job_key", {f"{a}\x00{b}" for a, b in wanted}, columns
+        ):
+            self._job_states[(namespace, name)] = (state, run_id)
+        for key in wanted:
+            self._job_states.setdefault(key, (None, None))
+
+    @cached_property
+    def _job_state_columns(self) -> Any:
+        import pyarrow.compute as pc
+
+        table = self.arrow("job_summary", ("job_namespace", "job_name", "last_run_state", "last_run_id"))
+        key = pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00")
+        return table.append_column("job_key", key)
+
+    @cached_property
+    def job_summary(self) -> dict[tuple[str, str], dict]:
+        return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary", SUMMARY_COLUMNS)}
+
+    @cached_property
+    def _edge_columns(self) -> Any:
+        return self.arrow("job_edges", ("job_namespace", "job_name", "dataset_id", "direction", "first_seen"))
+
+    @cached_property
+    def column_edge_rows(self) -> list[dict]:
+        cols = (*COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
+        return self.rows("column_edges", cols)
+
+    @cached_property
+    def job_dependency_rows(self) -> list[dict]:
+        """``lineage.job_dependencies`` (empty for a lake built before the table existed)."""
+        try:
+            return self.rows("job_dependencies")
+        except LookupError_ as exc:
+            if "does not exist" in str(exc) or "not held" in str(exc):
+                return []
+            raise
+
+    def dependencies_of(self, namespace: str, name: str) -> dict[str, list[dict]]:
+        """The jobs ``upstream`` and ``downstream`` of one job (control flow), each row with its source."""
+        out: dict[str, list[dict]] = {UPSTREAM: [], DOWNSTREAM: []}
+        for row in self.job_dependency_rows:
+            if (row["downstream_job_namespace"], row["downstream_job_name"]) == (namespace, name):
+                out[UPSTREAM].append(row)
+            if (row["upstream_job_namespace"], row["upstream_job_name"]) == (namespace, name):
+                out[DOWNSTREAM].append(row)
+        return out
+
+    def _dependency_steps(
+        self, walk: str, granularity: str = GRANULARITY_JOB
+    ) -> dict[tuple[str, str], set[tuple[tuple[str, str], str]]]:
+        """job -> {(next job, source)} for one walk direction over ``job_dependencies``."""
+        steps: dict[tuple[str, str], set[tuple[tuple[str, str], str]]] = {}
+        for row in self.job_dependency_rows:
+            up = self.collapse((row["upstream_job_namespace"], row["upstream_job_name"]), granularity)
+            down = self.collapse((row["downstream_job_namespace"], row["downstream_job_name"]), granularity)
+            if up == down:  # a parent -> child link, or two tasks of one DAG, inside one collapsed job
+                continue
+            here, there = (down, up) if walk == UPSTREAM else (up, down)
+            steps.setdefault(here, set()).add((there, row["source"]))
+        return steps
+
+    def job_node(self, namespace: str, name: str) -> Node:
+        """The job's node, one object per job for the store's life (its id and label computed once)."""
+        key = (namespace, name)
+        node = self._job_nodes.get(key)
+        if node is None:
+            node = self._job_nodes[key] = Node(JOB, namespace, name)
+        return node
+
+    # -- resolving names ---------------------------------------------------------------------------------
+
+    @cached_property
+    def dataset_tags(self) -> dict[str, list[dict]]:
+        return {
+            r["dataset_id"]: r["tags"] for r in self.rows("datasets", ("dataset_id", "tags")) if r["tags"]
+        }

@@ -1,0 +1,81 @@
+"""Runs: a job's runs by state and time, one run by id or prefix, its children and datasets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from lineage.query.errors import LookupError_, UnknownNode
+from lineage.query.names import NameResolution
+from lineage.query.nodes import JOB
+from lineage.query.params import Tag, has_tag
+from lineage.query.tables import expressions
+
+
+class RunQueries(NameResolution):
+    # -- runs --------------------------------------------------------------------------------------------
+    def runs(
+        self,
+        *,
+        job: str | None = None,
+        states: Iterable[str] = (),
+        since: datetime | None = None,
+        limit: int | None = None,
+        tags: Sequence[Tag] = (),
+    ) -> list[dict]:
+        ex = expressions()
+        expr: Any = ex.AlwaysTrue()
+        if job:
+            node = self.resolve(job)
+            if node.kind != JOB:
+                raise LookupError_(f"{job!r} is a dataset, not a job")
+            same_job = ex.And(ex.EqualTo("job_namespace", node.namespace), ex.EqualTo("job_name", node.name))
+            expr = ex.And(expr, same_job)
+        wanted = list(states)
+        if wanted:
+            expr = ex.And(expr, ex.In("inferred_state", wanted))
+        if since is not None:
+            expr = ex.And(expr, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
+        rows = self.rows("runs", row_filter=expr)
+        if tags:
+            # A run carries a tag when its own tags facet or its job's has it.
+            rows = [
+                r
+                for r in rows
+                if has_tag(r.get("tags"), tags)
+                or has_tag(self.jobs.get((r["job_namespace"], r["job_name"]), {}).get("tags"), tags)
+            ]
+        rows.sort(key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH, reverse=True)
+        return rows[:limit] if limit else rows
+
+    def run(self, run_id: str) -> dict:
+
+        text = run_id.strip().lower()
+        if not re.fullmatch(r"[0-9a-f-]{4,36}", text):
+            raise LookupError_(f"not a run id: {run_id!r} (expected a UUID or a unique prefix of one)")
+        ex = expressions()
+        match = ex.EqualTo("run_id", text) if len(text) == 36 else ex.StartsWith("run_id", text)
+        rows = self.rows("runs", row_filter=match)
+        if not rows:
+            raise UnknownNode(f"unknown run {run_id!r}")
+        if len(rows) > 1:
+            raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
+        return rows[0]
+
+    def children(self, run_id: str) -> list[dict]:
+        ex = expressions()
+        rows = self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id))
+        return sorted(rows, key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH)
+
+    def run_datasets(self, run_id: str) -> list[dict]:
+        ex = expressions()
+        rows = self.rows("run_io", row_filter=ex.EqualTo("run_id", run_id))
+        for row in rows:
+            node = self.dataset_nodes.get(row["dataset_id"])
+            row["dataset"] = node.label if node else row["dataset_id"]
+        return sorted(rows, key=lambda r: (r["direction"], r["dataset"]))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,0 +1,315 @@
+"""Walks over the lineage graph: direction, depth, data flow or dependencies, job or parent granularity,
+as of a time, column paths, tag filters."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from lineage.query.model import COLUMN_EDGE_KEY, LineageModel
+from lineage.query.nodes import (
+    BOTH,
+    DATASET,
+    DOWNSTREAM,
+    GRANULARITY_JOB,
+    GRANULARITY_PARENT,
+    JOB,
+    UPSTREAM,
+    VIA_DATASETS,
+    VIA_DEPENDENCIES,
+    WHOLE_DATASET,
+    Field,
+    Node,
+    Traversal,
+)
+from lineage.query.params import Tag, has_tag
+from lineage.query.tables import python_values, rows_in
+
+
+class Walks(LineageModel):
+    @cached_property
+    def _walk_tables(self) -> dict[str, dict[tuple[str, str], Any]]:
+        """granularity -> :meth:`_edges_by_hop` without ``as_of`` (the same for every walk of this store)."""
+        return {}
+
+    @cached_property
+    def _adjacency(self) -> dict[str, dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]]]:
+        """granularity -> (walk, from kind) -> key -> the edges leaving it, once :meth:`index_walks` ran."""
+        return {}
+
+    def index_walks(self, granularity: str = GRANULARITY_JOB) -> None:
+        """Adjacency lists of the edges, for the walks without ``as_of`` of a long-lived store.
+
+        Without them each hop of a walk is a pass over every edge (one vectorised filter: right for the CLI,
+        which walks once per process); with them a hop costs what it reaches. The read API builds them
+        when it loads a build (:meth:`lineage.serve.index.IndexedStore.warm`).
+        """
+        lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] = {}
+        for side, table in self._edges_by_hop(None, granularity).items():
+            key = "dataset_id" if side[1] == DATASET else "job_key"
+            found: dict[str, list[tuple[str, str, str, str]]] = {}
+            columns = (key, "dataset_id", "job_namespace", "job_name", "direction")
+            for row in zip(*(python_values(table.column(c)) for c in columns), strict=True):
+                found.setdefault(row[0], []).append(row[1:])
+            lists[side] = found
+        self._adjacency[granularity] = lists
+
+    def _edges_by_hop(
+        self, as_of: datetime | None, granularity: str = GRANULARITY_JOB
+    ) -> dict[tuple[str, str], Any]:
+        """``job_edges`` split for walking: (walk, from kind) -> the Arrow rows that step leaves by.
+
+        Only edges first seen by ``as_of`` and only edges to datasets of the ``datasets`` table. Upstream a
+        dataset is left by its producers' ``output`` edges and a job by its ``input`` edges; downstream the
+        other way round. Without ``as_of`` the split is kept for the next walk of this store.
+        """
+        if as_of is None:
+            if granularity not in self._walk_tables:
+                self._walk_tables[granularity] = self._split_edges(None, granularity)
+            return self._walk_tables[granularity]
+        return self._split_edges(as_of, granularity)
+
+    def _split_edges(self, as_of: datetime | None, granularity: str) -> dict[tuple[str, str], Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        table = self._edge_columns
+        if as_of is not None:
+            seen = table.column("first_seen")
+            limit = pa.scalar(as_of, type=seen.type)
+            table = table.filter(pc.or_kleene(pc.is_null(seen), pc.less_equal(seen, limit)))
+        known = pc.is_in(table.column("dataset_id"), value_set=self._dataset_columns.column("dataset_id"))
+        table = table.filter(known)
+        if granularity == GRANULARITY_PARENT:
+            # Every child job's edges become its parent's: edges of several children merge into one.
+            pairs = [
+                self.collapse(job, granularity)
+                for job in zip(
+                    table.column("job_namespace").to_pylist(),
+                    table.column("job_name").to_pylist(),
+                    strict=True,
+                )
+            ]
+            for i, column in enumerate(("job_namespace", "job_name")):
+                values = pa.array([p[i] for p in pairs], pa.string())
+                table = table.set_column(table.schema.get_field_index(column), column, values)
+        table = table.append_column(
+            "job_key",
+            pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00"),
+        )
+        inputs = table.filter(pc.equal(table.column("direction"), "input"))
+        outputs = table.filter(pc.equal(table.column("direction"), "output"))
+        return {
+            (UPSTREAM, DATASET): outputs,
+            (UPSTREAM, JOB): inputs,
+            (DOWNSTREAM, DATASET): inputs,
+            (DOWNSTREAM, JOB): outputs,
+        }
+
+    def traverse(
+        self,
+        root: Node,
+        direction: str,
+        depth: int | None,
+        *,
+        as_of: datetime | None = None,
+        columns: bool = False,
+        field_name: str | None = None,
+        via: str = VIA_DATASETS,
+        granularity: str = GRANULARITY_JOB,
+    ) -> Traversal:
+        """Breadth-first walk from ``root`` (``upstream``, ``downstream``, ``both``) up to ``depth`` hops.
+
+        ``via``: ``datasets`` follows job -> dataset -> job edges (data flow), ``dependencies`` follows
+        job -> job dependencies (control flow: declared, Airflow task order, parent -> child), ``both``
+        either. ``granularity`` ``parent`` collapses every job into its parent job (Spark application,
+        Airflow DAG) before walking, so the edges of its children merge; a child job as root becomes its
+        parent.
+        One hop at a time over Arrow columns: the edges leaving the whole frontier are found by one
+        vectorised filter, and only the nodes reached become Python objects.
+        """
+        if root.kind == JOB and granularity == GRANULARITY_PARENT:
+            root = self.job_node(*self.collapse((root.namespace, root.name), granularity))
+        result = Traversal(root, direction, depth)
+        walks = [UPSTREAM, DOWNSTREAM] if direction == BOTH else [direction]
+        by_hop = self._edges_by_hop(as_of, granularity) if via != VIA_DEPENDENCIES else None
+        lists = self._adjacency.get(granularity) if as_of is None and by_hop is not None else None
+        result.hops[root] = 0
+        reached_ids: set[str] = set()
+        found: list[
+            tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]
+        ] = []
+        for walk in walks:
+            steps = self._dependency_steps(walk, granularity) if via != VIA_DATASETS else None
+            datasets, jobs, edges = self._walk(by_hop, lists, walk, root, depth, steps, result)
+            reached_ids.update(datasets)
+            found.append((datasets, jobs, edges))
+        nodes = self.nodes_of(reached_ids)
+        hops, add_edge = result.hops, result.edges.add
+        for datasets, jobs, edges in found:
+            for ds_id, hop in datasets.items():
+                node = nodes.get(ds_id) or (root if ds_id == root.dataset_id else None)
+                if node is not None and hops.get(node, hop) >= hop:  # the fewest hops of both walks
+                    hops[node] = hop
+            job_nodes = {key: self.job_node(*key) for key in jobs}  # every edge's job was reached
+            for key, hop in jobs.items():
+                node = job_nodes[key]
+                if hops.get(node, hop) >= hop:
+                    hops[node] = hop
+            for ds_id, key, kind in edges:
+                dataset = nodes.get(ds_id)
+                if dataset is not None:
+                    add_edge((dataset, job_nodes.get(key) or self.job_node(*key), kind))
+        if columns or field_name:
+            self._walk_columns(result, walks, as_of, field_name)
+        return result
+
+    def _walk(
+        self,
+        by_hop: dict[tuple[str, str], Any] | None,
+        lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] | None,
+        walk: str,
+        root: Node,
+        depth: int | None,
+        steps: dict[tuple[str, str], set[tuple[tuple[str, str], str]]] | None,
+        result: Traversal,
+    ) -> tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]:
+        """(dataset id -> hops, job -> hops, edges as (dataset id, job, input|output)) of one direction;
+        job-to-job links followed (``steps``) go to ``result.job_links``."""
+        datasets: dict[str, int] = {}
+        jobs: dict[tuple[str, str], int] = {}
+        edges: set[tuple[str, tuple[str, str], str]] = set()
+        if root.kind == DATASET:
+            datasets[root.dataset_id or ""] = 0
+            frontier_ds, frontier_jobs = {root.dataset_id or ""}, set()
+        else:
+            jobs[(root.namespace, root.name)] = 0
+            frontier_ds, frontier_jobs = set(), {(root.namespace, root.name)}
+        hop = 0
+        while (frontier_ds or frontier_jobs) and (depth is None or hop < depth):
+            next_ds: set[str] = set()
+            next_jobs: set[tuple[str, str]] = set()
+            if frontier_ds and by_hop is not None:
+                for ds_id, namespace, name, kind in _leaving(
+                    by_hop, lists, (walk, DATASET), "dataset_id", frontier_ds
+                ):
+                    edges.add((ds_id, (namespace, name), kind))
+                    if (namespace, name) not in jobs:
+                        jobs[(namespace, name)] = hop + 1
+                        next_jobs.add((namespace, name))
+            if frontier_jobs and steps is not None:
+                for job in frontier_jobs:
+                    for other, source in steps.get(job, ()):
+                        up, down = (other, job) if walk == UPSTREAM else (job, other)
+                        result.job_links.add((self.job_node(*up), self.job_node(*down), source))
+                        if other not in jobs:
+                            jobs[other] = hop + 1
+                            next_jobs.add(other)
+            if frontier_jobs and by_hop is not None:
+                keys = {f"{ns}\x00{n}" for ns, n in frontier_jobs}
+                for ds_id, namespace, name, kind in _leaving(by_hop, lists, (walk, JOB), "job_key", keys):
+                    edges.add((ds_id, (namespace, name), kind))
+                    if ds_id not in datasets:
+                        datasets[ds_id] = hop + 1
+                        next_ds.add(ds_id)
+            frontier_ds, frontier_jobs = next_ds, next_jobs
+            hop += 1
+        return datasets, jobs, edges
+
+    def _walk_columns(
+        self,
+        result: Traversal,
+        walks: Sequence[str],
+        as_of: datetime | None,
+        field_name: str | None,
+    ) -> None:
+        root = result.root
+        max_jobs = None if result.depth is None else (result.depth + 1) // 2
+        forward: dict[tuple[str, str], list[dict]] = {}
+        backward: dict[tuple[str, str], list[dict]] = {}
+        for edge in self.column_edge_rows:
+            if as_of is not None and edge["first_seen"] is not None and edge["first_seen"] > as_of:
+                continue
+            forward.setdefault((edge["source_dataset_id"], edge["source_field"]), []).append(edge)
+            backward.setdefault((edge["target_dataset_id"], edge["target_field"]), []).append(edge)
+        if root.kind == DATASET:
+            starts = self._fields_of(root.dataset_id or "", forward, backward, field_name)
+        else:  # a job: the fields it writes (downstream) or reads (upstream)
+            starts = set()
+            for edge in self.column_edge_rows:
+                if (edge["job_namespace"], edge["job_name"]) == (root.namespace, root.name):
+                    starts.add((edge["target_dataset_id"], edge["target_field"]))
+                    starts.add((edge["source_dataset_id"], edge["source_field"]))
+        followed: set[tuple] = set()
+        for walk in walks:
+            index, target_key = (
+                (backward, ("source_dataset_id", "source_field"))
+                if walk == UPSTREAM
+                else (forward, ("target_dataset_id", "target_field"))
+            )
+            seen = {start: 0 for start in starts}
+            queue = deque(starts)
+            while queue:
+                current = queue.popleft()
+                hop = seen[current]
+                if max_jobs is not None and hop >= max_jobs:
+                    continue
+                for edge in index.get(current, ()):
+                    nxt = (edge[target_key[0]], edge[target_key[1]] or WHOLE_DATASET)
+                    key = tuple(edge[k] for k in COLUMN_EDGE_KEY)
+                    if key not in followed:
+                        followed.add(key)
+                        result.column_edges.append(edge)
+                    if nxt not in seen:
+                        seen[nxt] = hop + 1
+                        queue.append(nxt)
+            for (ds_id, name), hop in seen.items():
+                node = self.dataset_nodes.get(ds_id)
+                if node is not None and hop > 0:
+                    key_field = Field(node, name)
+                    result.columns[key_field] = min(hop, result.columns.get(key_field, hop))
+
+    def _fields_of(
+        self, ds_id: str, forward: dict, backward: dict, field_name: str | None
+    ) -> set[tuple[str, str]]:
+        if field_name is not None:
+            return {(ds_id, field_name)}
+        names = {f["name"] for f in self.datasets.get(ds_id, {}).get("schema_fields") or []}
+        names |= {name for d, name in list(forward) + list(backward) if d == ds_id}
+        return {(ds_id, name) for name in names}
+
+    def keep_tagged(self, walk: Traversal, tags: Sequence[Tag]) -> Traversal:
+        """The walk with only the nodes carrying one of ``tags`` (the root always stays) and their edges."""
+        if not tags:
+            return walk
+
+        def keep(node: Node) -> bool:
+            if node == walk.root:
+                return True
+            if node.kind == JOB:
+                return has_tag(self.jobs.get((node.namespace, node.name), {}).get("tags"), tags)
+            return has_tag(self.dataset_tags.get(node.dataset_id or ""), tags)
+
+        kept = {n: h for n, h in walk.hops.items() if keep(n)}
+        walk.hops = kept
+        walk.edges = {e for e in walk.edges if e[0] in kept and e[1] in kept}
+        walk.job_links = {e for e in walk.job_links if e[0] in kept and e[1] in kept}
+        return walk
+
+
+def _leaving(
+    by_hop: dict[tuple[str, str], Any],
+    lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] | None,
+    side: tuple[str, str],
+    key: str,
+    values: set[str],
+) -> Iterable[tuple[Any, ...]]:
+    """(dataset id, job namespace, job name, direction) of the edges of ``side`` whose ``key`` is in
+    ``values``: from the adjacency lists when built, else one filter of the side's Arrow rows."""
+    if lists is not None:
+        leaving = lists[side]
+        return [edge for value in values for edge in leaving.get(value, ())]
+    return rows_in(by_hop[side], key, values, ("dataset_id", "job_namespace", "job_name", "direction"))
