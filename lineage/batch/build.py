@@ -129,6 +129,14 @@ EXTRACT_PENDING = "re-extract-pending"  # the extracted form is being rebuilt: n
 BUILT_SNAPSHOT_PROPERTY = "lineage.raw-snapshot-id"
 MODE_PROPERTY = "lineage.build-mode"
 FORMAT_PROPERTY = "lineage.build-format"
+# The liveness settings the runs' thresholds were computed with (:func:`liveness_settings`): an incremental
+# build revisits every running run when they changed.
+LIVENESS_PROPERTY = "lineage.liveness-settings"
+# Columns of model tables this version writes that an earlier version's did not (or the other way round):
+# a lake whose table differs gets a full recompute from its extracted form on its first build. runs: the
+# liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock).
+MODEL_COLUMNS = {"runs": ("lost_after",)}
+RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
 FINISHED_MODES = ("full", "re-extract", "incremental")
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
@@ -149,6 +157,9 @@ class BuildResult:
     reference_time: datetime
     seconds: float
     events: int | None = None  # events the model was recomputed from (full modes: all of them)
+    # Incremental builds: still-running runs the range did not touch whose rows were re-merged all the same
+    # (deadline passed, job touched, or liveness settings changed).
+    running_revisited: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +190,7 @@ class _Build:
         self.stop = stop
         self._fault = os.environ.get(FAULT_ENV) or None
         self._fault_term = os.environ.get(FAULT_TERM_ENV) or None
+        self.running_revisited: int | None = None
 
     def t(self, name: str) -> str:
         """Full name of a ``lineage`` table, e.g. ``lake.lineage.runs``."""
@@ -222,7 +234,19 @@ class _Build:
             log.info(
                 "lineage tables missing (%s): a full recompute follows", sorted(set(MODEL_TABLES) - existing)
             )
+        else:
+            # A table of another shape (an upgrade that changed its columns) is replaced the same way.
+            stale = [name for name in MODEL_COLUMNS if not self._current_shape(name)]
+            if stale:
+                log.info("lineage tables of an earlier shape (%s): a full recompute follows", stale)
+                missing = True
         return _State(int(row["raw_snapshot_id"]), row["mode"] == FULL_PENDING or missing)
+
+    def _current_shape(self, name: str) -> bool:
+        """Whether the model table ``name`` has the columns this version writes (:data:`MODEL_COLUMNS`) and
+        none it retired."""
+        present = set(self.table(name).columns)
+        return set(MODEL_COLUMNS[name]) <= present and not present & set(RETIRED_COLUMNS.get(name, ()))
 
     def extracted_form_current(self) -> bool:
         """Whether ``event_facts`` and ``dataset_mentions`` hold every column this version extracts (else a
@@ -242,7 +266,11 @@ class _Build:
             "built_at timestamp, reference_time timestamp",
         )
         if lake.table_exists(self.spark, self.t(STATE_TABLE)):
-            summary = {MODE_PROPERTY: mode, FORMAT_PROPERTY: build_format()}
+            summary = {
+                MODE_PROPERTY: mode,
+                FORMAT_PROPERTY: build_format(),
+                LIVENESS_PROPERTY: liveness_settings(self.settings),
+            }
             if current is not None:
                 summary[BUILT_SNAPSHOT_PROPERTY] = str(current)
             lake.append(row, self.t(STATE_TABLE), summary)
@@ -399,12 +427,7 @@ class _Build:
             )
         )
         fresh = model.runs(run_facts).join(F.broadcast(runs_touched), "run_id", "left_semi")
-        # Still-running runs nobody touched: their liveness changes with time and with their job's cadence.
-        running = (
-            runs_table.where(F.col("reported_state") == RUNNING)
-            .join(runs_touched, "run_id", "left_anti")
-            .select(*fresh.columns)
-        )
+        running = self._running_to_revisit(runs_table, runs_touched, jobs_touched).select(*fresh.columns)
         lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
         self.step_done("runs")
         self._fold_dependencies(delta)
@@ -418,6 +441,38 @@ class _Build:
             lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
         self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, previous)
+
+    def _running_to_revisit(
+        self, runs_table: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
+    ) -> DataFrame:
+        """Stored rows of still-running runs the range did not touch whose liveness columns may change now:
+        those stored RUNNING whose deadline (``lost_after``) has passed by this build's reference time, and
+        those of a touched job (its median heartbeat gap, hence their threshold, may have moved). Every
+        other running run's row is what a full recompute would give at this time too, so it is left alone:
+        a build's work follows its delta, not the number of open runs. After a change to the liveness
+        settings (floor, multiplier, overrides) every running run is revisited, as a full recompute would."""
+        running = runs_table.where(F.col("reported_state") == RUNNING)
+        if self._liveness_settings_changed():
+            log.info("runs: the liveness settings changed since the last build: every running run revisited")
+        else:
+            due = (F.col("inferred_state") == RUNNING) & (F.col("lost_after") <= F.lit(_aware(self.now)))
+            running = running.where(due).unionByName(
+                running.join(F.broadcast(jobs_touched), JOB_KEY, "left_semi")
+            )
+        revisit = running.join(runs_touched, "run_id", "left_anti").dropDuplicates(["run_id"])
+        revisit = revisit.localCheckpoint()
+        self.running_revisited = revisit.count()
+        log.info("runs: %d untouched running runs revisited", self.running_revisited)
+        return revisit
+
+    def _liveness_settings_changed(self) -> bool:
+        """Whether the last build's ``build_state`` commit recorded other liveness settings than this
+        build's (or none: a lake of an earlier version, or a commit a compaction rewrote)."""
+        rows = self.spark.sql(
+            f"SELECT summary FROM {self.t(STATE_TABLE)}.snapshots ORDER BY committed_at DESC LIMIT 1"
+        ).collect()
+        recorded = (rows[0]["summary"] or {}).get(LIVENESS_PROPERTY) if rows else None
+        return recorded != liveness_settings(self.settings)
 
     def _fold_dependencies(self, delta: DataFrame) -> None:
         """Fold the range's dependency reports into ``job_dependency_runs`` (per pair and run), then
@@ -907,6 +962,11 @@ class _Build:
         return found
 
 
+def _aware(now: datetime) -> datetime:
+    # A naive datetime is UTC (as :func:`model.run_liveness` reads it), never the local zone.
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+
+
 def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, DataFrame]:
     """Of the old extracted rows (``event_facts``, ``dataset_mentions``), those of raw rows the new facts no
     longer hold, by the raw row's :data:`COORDINATES` (every copy of a replayed event is a row of its own).
@@ -952,9 +1012,21 @@ def build_format() -> str:
     """A fingerprint of what this version extracts and builds (the extracted columns and the model's
     tables): a lake last built by a version with another fingerprint is not known to be up to date."""
     shape = "|".join(
-        [",".join(sorted(FACT_COLUMNS)), ",".join(sorted(model.MENTION_COLUMNS)), ",".join(MODEL_TABLES)]
+        [
+            ",".join(sorted(FACT_COLUMNS)),
+            ",".join(sorted(model.MENTION_COLUMNS)),
+            ",".join(MODEL_TABLES),
+            *[f"{name}:{','.join(cols)}" for name, cols in sorted(MODEL_COLUMNS.items())],
+        ]
     )
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def liveness_settings(settings: Settings) -> str:
+    """The settings a run's liveness threshold is computed from, as one canonical string."""
+    build = settings.build
+    overrides = ",".join(f"{k}={float(v)!r}" for k, v in sorted((build.liveness_overrides or {}).items()))
+    return f"floor={float(build.liveness_floor_seconds)!r};x={float(build.liveness_multiplier)!r};{overrides}"
 
 
 def up_to_date(settings: Settings) -> int | None:
@@ -1099,4 +1171,6 @@ def _build_lineage(
     log.info(
         "%s build: %d events extracted, up to raw snapshot %s, in %.1f s", mode, new_events, current, seconds
     )
-    return BuildResult(mode, current, previous, new_events, reference, seconds, events)
+    return BuildResult(
+        mode, current, previous, new_events, reference, seconds, events, build.running_revisited
+    )

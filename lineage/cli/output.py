@@ -183,6 +183,9 @@ def print_run(data: dict[str, Any]) -> None:
         ("events", data["event_count"]),
         ("engine", _engine(data)),
     ]
+    if data.get("silent_seconds") is not None:
+        # Derived at read time (lineage.query.liveness): how long the still-running run has been silent.
+        pairs.insert(7, ("silent s", round(data["silent_seconds"])))
     if data["parent_run_id"]:
         parent = f"{data['parent_job_namespace']}/{data['parent_job_name']}"
         pairs.append(("parent", f"{parent} {data['parent_run_id']}"))

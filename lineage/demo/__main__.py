@@ -18,6 +18,7 @@ from lineage.demo.events import MALFORMED, lab_events
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import create_topic
 from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.query.liveness import as_of
 from lineage.query.nodes import display_name
 from lineage.settings import Settings, load_settings
 
@@ -88,7 +89,8 @@ def lineage_report(settings: Settings) -> None:
         return catalog.load_table((ns, table)).scan().to_arrow().to_pylist()
 
     # Our own jobs' runs are in the same table; `self` shows them.
-    runs = [r for r in rows("runs") if r["job_namespace"] != settings.openlineage.namespace]
+    # As of now: a run whose deadline passed since the build is LOST (lineage.query.liveness).
+    runs = [as_of(r) for r in rows("runs") if r["job_namespace"] != settings.openlineage.namespace]
     print(f"\n{settings.catalog.table(ns, 'runs')}: {len(runs)} runs of the lab (reported -> inferred state)")
     for run in sorted(runs, key=lambda r: (r["job_namespace"], r["job_name"], str(r["started_at"]))):
         flag = "  <- stuck: no terminal event" if run["inferred_state"] == "LOST" else ""
@@ -151,7 +153,7 @@ def self_report(settings: Settings) -> None:
         return catalog.load_table((ns, name)).scan().to_arrow().to_pylist()
 
     datasets = {d["dataset_id"]: display_name(d["namespace"], d["name"]) for d in rows("datasets")}
-    runs = [r for r in rows("runs") if r["job_namespace"] == ours]
+    runs = [as_of(r) for r in rows("runs") if r["job_namespace"] == ours]
     edges = [e for e in rows("job_edges") if e["job_namespace"] == ours]
     print(f"\nour own jobs in lake.lineage (namespace {ours}, reported through openlineage-python):")
     if not runs:

@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from lineage.query.errors import LookupError_
+from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
 from lineage.query.store import LineageStore
 from lineage.query.text import iso, transformation_label
@@ -193,6 +194,7 @@ RUN_FIELDS = (
     "event_count",
     "silent_seconds",
     "threshold_seconds",
+    "lost_after",
 )
 
 
@@ -219,6 +221,11 @@ def run_dependencies(store: LineageStore, row: dict[str, Any]) -> list[dict[str,
 
 
 def run_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A run's JSON: a row of the store's run queries, already as of the reader's clock
+    (:func:`lineage.query.liveness.as_of`: ``silent_seconds`` and a LOST whose deadline passed since the
+    build); a raw ``lineage.runs`` row is read as of now."""
+    if "silent_seconds" not in row:
+        row = as_of(row)
     return {key: iso(row.get(key)) for key in RUN_FIELDS}
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from lineage.query import liveness
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.names import NameResolution
 from lineage.query.nodes import JOB
@@ -24,7 +25,10 @@ class RunQueries(NameResolution):
         since: datetime | None = None,
         limit: int | None = None,
         tags: Sequence[Tag] = (),
+        now: datetime | None = None,
     ) -> list[dict]:
+        """Runs, newest first, as of ``now`` (default: the current time; :func:`liveness.as_of`): a state
+        filter of ``LOST`` finds runs stored LOST and runs stored RUNNING whose deadline has passed since."""
         ex = expressions()
         expr: Any = ex.AlwaysTrue()
         if job:
@@ -35,10 +39,13 @@ class RunQueries(NameResolution):
             expr = ex.And(expr, same_job)
         wanted = list(states)
         if wanted:
-            expr = ex.And(expr, ex.In("inferred_state", wanted))
+            expr = ex.And(expr, ex.In("inferred_state", liveness.stored_states(wanted)))
         if since is not None:
             expr = ex.And(expr, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
-        rows = self.rows("runs", row_filter=expr)
+        at = now or datetime.now(UTC)
+        rows = [liveness.as_of(r, at) for r in self.rows("runs", row_filter=expr)]
+        if wanted:
+            rows = [r for r in rows if r["inferred_state"] in wanted]
         if tags:
             # A run carries a tag when its own tags facet or its job's has it.
             rows = [
@@ -50,7 +57,8 @@ class RunQueries(NameResolution):
         rows.sort(key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH, reverse=True)
         return rows[:limit] if limit else rows
 
-    def run(self, run_id: str) -> dict:
+    def run(self, run_id: str, now: datetime | None = None) -> dict:
+        """One run by id or unique prefix, as of ``now`` (:func:`liveness.as_of`)."""
 
         text = run_id.strip().lower()
         if not re.fullmatch(r"[0-9a-f-]{4,36}", text):
@@ -62,11 +70,14 @@ class RunQueries(NameResolution):
             raise UnknownNode(f"unknown run {run_id!r}")
         if len(rows) > 1:
             raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
-        return rows[0]
+        return liveness.as_of(rows[0], now)
 
-    def children(self, run_id: str) -> list[dict]:
+    def children(self, run_id: str, now: datetime | None = None) -> list[dict]:
         ex = expressions()
-        rows = self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id))
+        at = now or datetime.now(UTC)
+        rows = [
+            liveness.as_of(r, at) for r in self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id))
+        ]
         return sorted(rows, key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH)
 
     def run_datasets(self, run_id: str) -> list[dict]:

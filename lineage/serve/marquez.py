@@ -229,7 +229,8 @@ def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
         "parentJobUuid": None if parent is None else job_uuid(parent_namespace, parent),
         "tags": tag_names(job.get("tags")),
         # ours
-        "latestRunInferredState": summary.get("last_run_state"),
+        # The latest run as of now (a deadline may have passed since the build), else the build's word.
+        "latestRunInferredState": latest["inferredState"] if latest else summary.get("last_run_state"),
         "integration": job.get("integration"),
         "processingType": job.get("processing_type"),
     }

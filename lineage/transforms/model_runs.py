@@ -403,7 +403,7 @@ def run_liveness(
     multiplier: float = 3.0,
     overrides: dict[str, float] | None = None,
 ) -> DataFrame:
-    """Add an inferred liveness to runs: a non-terminal run silent for longer than its threshold is LOST.
+    """Add an inferred liveness to runs: a non-terminal run silent for its threshold or longer is LOST.
 
     The seed lab's Flink 1.x application-mode job is cancelled without sending ABORT and would otherwise stay
     RUNNING forever (as it does in Marquez). ``reported_state`` is never changed; ``inferred_state`` is the
@@ -412,6 +412,12 @@ def run_liveness(
     Threshold per job: ``overrides["<namespace>/<name>"]`` when given, else
     ``max(floor_seconds, multiplier * median heartbeat gap)``, else ``floor_seconds`` for jobs without
     heartbeat history (single-event runs, batch jobs).
+
+    Nothing stored grows with the clock: a running run keeps its deadline ``lost_after`` (last event +
+    threshold), and ``inferred_state`` is ``LOST`` when that deadline is ``now`` or earlier. ``now`` decides
+    that one column only, so a build re-merges a still-running run only when its deadline has passed or its
+    job's heartbeat statistics changed; readers derive the seconds of silence, and LOST for a stored RUNNING
+    run whose deadline has passed since, at read time (:func:`lineage.query.liveness.as_of`).
 
     Args:
         runs: output of :func:`runs`.
@@ -422,8 +428,9 @@ def run_liveness(
         overrides: per-job thresholds in seconds, keyed ``"namespace/name"``.
 
     Returns:
-        The ``runs`` columns plus ``median_heartbeat_seconds, threshold_seconds, silent_seconds,
-        inferred_state, liveness_reason``.
+        The ``runs`` columns plus ``median_heartbeat_seconds, threshold_seconds, lost_after,
+        inferred_state, liveness_reason`` (the first three null unless the run is reported RUNNING; the
+        reason is a function of the stored columns, never of ``now``).
     """
     override = F.lit(None).cast("double")
     if overrides:
@@ -432,9 +439,12 @@ def run_liveness(
     median = F.col("median_heartbeat_seconds")
     derived = F.greatest(F.lit(float(floor_seconds)), F.lit(float(multiplier)) * median)
     threshold = F.coalesce(F.col("_override"), derived, F.lit(float(floor_seconds)))
-    silent = (F.lit(_epoch_micros(now)) - F.unix_micros(F.col("last_event_at"))) / F.lit(1_000_000.0)
+    deadline = F.timestamp_micros(
+        F.unix_micros(F.col("last_event_at")) + F.round(F.col("threshold_seconds") * 1_000_000).cast("bigint")
+    )
     reported = F.col("reported_state")
-    lost = (reported == RUNNING) & (F.col("silent_seconds") > F.col("threshold_seconds"))
+    # LOST from the deadline on: a deadline at ``now`` or earlier has passed.
+    lost = (reported == RUNNING) & (F.unix_micros(F.col("lost_after")) <= F.lit(_epoch_micros(now)))
     basis = (
         F.when(
             F.col("_override").isNotNull(),
@@ -451,13 +461,20 @@ def run_liveness(
         )
         .otherwise(F.format_string("no heartbeat history, floor %s s", F.lit(_num(floor_seconds))))
     )
-    detail = F.format_string("%s s", _fmt(F.col("silent_seconds")))
-    limit = F.format_string("threshold %s s (%s)", _fmt(F.col("threshold_seconds")), basis)
+    # The same text whether the run is still RUNNING or LOST: it says when the run turns LOST, not how long
+    # ago anything was, so a reader flipping a run to LOST at read time shows the build's own words.
     reason = (
         F.when(reported.isNull(), F.lit("no event of its own: known as the parent of other runs"))
         .when(reported != RUNNING, F.concat(F.lit("reported terminal state "), reported))
-        .when(lost, F.concat(F.lit("no event for "), detail, F.lit(" > "), limit))
-        .otherwise(F.concat(F.lit("last event "), detail, F.lit(" ago <= "), limit))
+        .otherwise(
+            F.format_string(
+                "no event since %s: LOST after %s (threshold %s s: %s)",
+                _utc_text(F.col("last_event_at")),
+                _utc_text(F.col("lost_after")),
+                _fmt(F.col("threshold_seconds")),
+                basis,
+            )
+        )
     )
     hb = heartbeats.select(
         "job_namespace", "job_name", F.col("median_gap_seconds").alias("median_heartbeat_seconds")
@@ -466,7 +483,7 @@ def run_liveness(
         runs.join(hb, ["job_namespace", "job_name"], "left")
         .withColumn("_override", override)
         .withColumn("threshold_seconds", threshold)
-        .withColumn("silent_seconds", silent)
+        .withColumn("lost_after", deadline)
         .withColumn(
             "inferred_state",
             F.when(reported.isNull(), F.lit(UNKNOWN))
@@ -477,16 +494,23 @@ def run_liveness(
         .withColumn("liveness_reason", reason)
         .select(
             *runs.columns,
-            # Only a running run has a liveness threshold. For a terminal run these would depend on when the
-            # build ran and on later runs of its job, and an incremental build would not equal a full one.
+            # Only a running run has a liveness threshold. For a terminal run these would depend on later
+            # runs of its job, and an incremental build would not equal a full one.
             *[
                 F.when(reported == RUNNING, F.col(c)).alias(c)
-                for c in ("median_heartbeat_seconds", "threshold_seconds", "silent_seconds")
+                for c in ("median_heartbeat_seconds", "threshold_seconds", "lost_after")
             ],
             "inferred_state",
             "liveness_reason",
         )
     )
+
+
+def _utc_text(timestamp: Column) -> Column:
+    """A timestamp as ISO-8601 UTC text to the second (``2026-11-27T03:15:00Z``), whatever the session's
+    time zone."""
+    utc = F.to_utc_timestamp(timestamp, F.current_timezone())
+    return F.date_format(utc, "yyyy-MM-dd'T'HH:mm:ss'Z'")
 
 
 def _fmt(seconds: Column) -> Column:

@@ -26,6 +26,7 @@ from lineage.batch.build import (
     RANGE,
     STATE_TABLE,
     BuildError,
+    BuildResult,
     build_lineage,
     up_to_date,
 )
@@ -468,6 +469,81 @@ def test_new_runs_of_known_column_lineage_leave_the_paths_as_they_are(
     incremental = frozen(spark, own_lake)
     assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
     assert_same_tables(incremental, frozen(spark, own_lake))
+
+
+def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_job_moves(
+    spark: SparkSession, own_lake: Settings
+) -> None:
+    """Liveness without rewriting the past: an incremental build re-merges a still-running run the range
+    does not touch only when its deadline (``lost_after``) has passed, its job's heartbeat statistics may
+    have changed, or the liveness settings did; each build still equals a full refresh at its time."""
+
+    def runs() -> dict[str, dict]:
+        table_ = open_catalog(own_lake.catalog).load_table("lineage.runs")
+        return {r["job_name"]: r for r in table_.scan().to_arrow().to_pylist()}
+
+    def build(
+        events: list[dict], now: datetime, settings: Settings = own_lake
+    ) -> tuple[BuildResult, dict[str, dict]]:
+        """An incremental build of ``events`` at ``now`` (its result and runs), checked against a full one."""
+        send(settings, [json.dumps(e).encode() for e in events])
+        run_ingest(spark, settings, trigger="availableNow")
+        result = build_lineage(spark, settings, now=now)
+        assert result.mode == "incremental"
+        rows, incremental = runs(), frozen(spark, settings)
+        assert build_lineage(spark, settings, full_refresh=True, now=now).mode == "full"
+        assert_same_tables(incremental, frozen(spark, settings))
+        return result, rows
+
+    soon, late = ("lab", "stream-soon"), ("lab", "stream-late")
+    # No heartbeat history: the 900 s floor. soon's deadline is at(900), late's at(5900).
+    first = [run_event("START", at(0), run_id(1), soon), run_event("START", at(5000), run_id(2), late)]
+    send(own_lake, [json.dumps(e).encode() for e in first])
+    run_ingest(spark, own_lake, trigger="availableNow")
+    assert build_lineage(spark, own_lake, now=at(100)).mode == "full"
+    stored = runs()
+    assert {j: (r["inferred_state"], r["lost_after"]) for j, r in stored.items()} == {
+        "stream-soon": ("RUNNING", at(900)),
+        "stream-late": ("RUNNING", at(5900)),
+    }
+    assert "silent_seconds" not in stored["stream-soon"]
+
+    # An unrelated batch run, built after soon's deadline and before late's: soon alone is revisited and
+    # turns LOST; late's row is left as it was.
+    result, after = build([run_event("COMPLETE", at(200), run_id(3), ("lab", "batch"))], at(1000))
+    assert result.running_revisited == 1
+    assert after["stream-soon"]["inferred_state"] == "LOST"
+    assert after["stream-soon"]["liveness_reason"] == stored["stream-soon"]["liveness_reason"]
+    assert after["stream-late"] == stored["stream-late"]
+
+    # Nothing due and no running job touched: no running run is revisited.
+    result, after = build([run_event("COMPLETE", at(1100), run_id(4), ("lab", "batch"))], at(1200))
+    assert result.running_revisited == 0
+    assert after["stream-late"] == stored["stream-late"]
+
+    # A new run of late's job: its heartbeat statistics may have moved, so late's row is revisited (soon,
+    # stored LOST, is not).
+    result, _ = build([run_event("START", at(1300), run_id(5), late)], at(1400))
+    assert result.running_revisited == 1
+
+    # Other liveness settings: every running run is revisited, as a full recompute would compute them.
+    wider = own_lake.model_copy(
+        update={"build": own_lake.build.model_copy(update={"liveness_floor_seconds": 10_000.0})}
+    )
+    result, after = build([run_event("COMPLETE", at(1500), run_id(6), ("lab", "batch"))], at(1600), wider)
+    assert result.running_revisited == 3
+    assert after["stream-soon"]["inferred_state"] == "RUNNING"  # its deadline is at(10_000) now
+
+    # A lake whose runs an earlier version built (silent_seconds, no deadline): its next build is a full
+    # recompute from the extracted form, which gives the table this version's shape.
+    runs_table = own_lake.catalog.table(own_lake.catalog.lineage_namespace, "runs")
+    spark.sql(f"ALTER TABLE {runs_table} DROP COLUMN lost_after")
+    spark.sql(f"ALTER TABLE {runs_table} ADD COLUMN silent_seconds double")
+    send(wider, [json.dumps(run_event("COMPLETE", at(1700), run_id(7), ("lab", "batch"))).encode()])
+    run_ingest(spark, wider, trigger="availableNow")
+    assert build_lineage(spark, wider, now=at(1800)).mode == "full"
+    upgraded = table(spark, wider, "runs").columns
+    assert "lost_after" in upgraded and "silent_seconds" not in upgraded
 
 
 def _build_env(settings: Settings, **env: str) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -292,31 +293,52 @@ def liveness(spark: SparkSession) -> dict[str, Row]:
 def test_stuck_flink_run_is_lost_with_reason(liveness: dict[str, Row]) -> None:
     row = liveness["supplier-stats"]
     assert (row.reported_state, row.inferred_state) == ("RUNNING", "LOST")
-    assert (
-        row.liveness_reason
-        == "no event for 9700 s > threshold 900 s (3 x median heartbeat 60 s, floor 900 s)"
+    # Deterministic text: when the run turns LOST and why, never how long ago anything was.
+    assert row.liveness_reason == (
+        "no event since 2026-11-20T08:05:00Z: LOST after 2026-11-20T08:20:00Z "
+        "(threshold 900 s: 3 x median heartbeat 60 s, floor 900 s)"
     )
+    assert utc(row.lost_after) == at(300 + 900)
 
 
 def test_recent_heartbeat_keeps_run_running(liveness: dict[str, Row]) -> None:
     row = liveness["healthy"]
-    assert (row.inferred_state, row.silent_seconds, row.threshold_seconds) == ("RUNNING", 30.0, 900.0)
+    assert (row.inferred_state, row.threshold_seconds) == ("RUNNING", 900.0)
+    # Nothing stored grows with the clock: the deadline, not the seconds of silence.
+    assert "silent_seconds" not in row.asDict()
+    assert utc(row.lost_after) == NOW - timedelta(seconds=30) + timedelta(seconds=900)
 
 
 def test_threshold_is_a_multiple_of_the_median_heartbeat_above_the_floor(liveness: dict[str, Row]) -> None:
     row = liveness["slow-beat"]
-    assert (row.median_heartbeat_seconds, row.threshold_seconds, row.silent_seconds) == (
-        600.0,
-        1800.0,
-        1000.0,
-    )
+    assert (row.median_heartbeat_seconds, row.threshold_seconds) == (600.0, 1800.0)
+    assert utc(row.lost_after) == NOW - timedelta(seconds=1000) + timedelta(seconds=1800)
     assert row.inferred_state == "RUNNING"
+
+
+def test_liveness_is_lost_from_the_deadline_on(spark: SparkSession) -> None:
+    events = events_df(spark, _beats(run_id(1), HEALTHY, 0, 60, 2))  # last event at 60 s, threshold 900 s
+    runs, beats = model.runs(events), model.heartbeat_gaps(events)
+
+    def state_at(seconds: float) -> Row:
+        (row,) = model.run_liveness(runs, beats, at(seconds)).collect()
+        return row
+
+    before, on = state_at(959), state_at(960)
+    assert (before.inferred_state, on.inferred_state) == ("RUNNING", "LOST")
+    # Only the state depends on the reference time: every other column is the same either way.
+    assert {k: v for k, v in before.asDict().items() if k != "inferred_state"} == {
+        k: v for k, v in on.asDict().items() if k != "inferred_state"
+    }
 
 
 def test_per_job_override_replaces_the_threshold(liveness: dict[str, Row]) -> None:
     row = liveness["overridden"]
     assert (row.threshold_seconds, row.inferred_state) == (100.0, "LOST")
-    assert row.liveness_reason == "no event for 200 s > threshold 100 s (override for lab/overridden)"
+    assert row.liveness_reason == (
+        "no event since 2026-11-20T10:43:20Z: LOST after 2026-11-20T10:45:00Z "
+        "(threshold 100 s: override for lab/overridden)"
+    )
 
 
 def test_terminal_run_keeps_its_reported_state(liveness: dict[str, Row]) -> None:
