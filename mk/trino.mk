@@ -32,3 +32,4 @@ trino-status: ## Whether the local stack's Trino runs, and where
 	@$(TRINO) status --port $(TRINO_PORT)
 
 cluster-stop: trino-stop
+cluster-test: trino-setup  # test_trino.py is in the cluster selection
