@@ -133,6 +133,49 @@ def _command(ctx: QueryContext, direction: str, node: str, depth: int) -> list[s
     return [str(script), direction, node, "--depth", str(depth), "--json"]
 
 
+# `lineage sql` (issue 39): DuckDB over the lake's Iceberg tables, a new process each time, as a user runs it.
+SQL_QUESTIONS = (
+    ("one-table aggregate over runs", "SELECT inferred_state, count(*) AS runs FROM lineage.runs GROUP BY 1"),
+    (
+        "runs joined with run_io",
+        "SELECT r.job_namespace, r.job_name, count(DISTINCT io.dataset_id) AS datasets "
+        "FROM lineage.runs r JOIN lineage.run_io io ON io.run_id = r.run_id "
+        "GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT 10",
+    ),
+)
+
+
+def run_sql(ctx: QueryContext) -> list[dict[str, Any]]:
+    """Each of :data:`SQL_QUESTIONS` through ``lineage sql --format json``: rows answered, wall seconds."""
+    script = Path(ctx.python[0]).parent / "lineage"
+    rows: list[dict[str, Any]] = []
+    for label, query in SQL_QUESTIONS:
+        command = [str(script), "sql", "--format", "json", query]
+        check = subprocess.run(command, env=ctx.env, capture_output=True, text=True, check=False)
+        if check.returncode != 0:
+            raise RuntimeError(
+                f"lineage sql ({label}) exited {check.returncode}: {check.stderr.strip()[-2000:]}"
+            )
+        answered = len(json.loads(check.stdout))
+        walls, peaks = [], []
+        for i in range(1, ctx.runs + 1):
+            done = ctx.run_measured(command, log=ctx.work_dir / f"sql-{len(rows)}-{i}.log", env=ctx.env)
+            if done.returncode != 0:
+                raise RuntimeError(f"lineage sql ({label}) exited {done.returncode}; log {done.log}")
+            walls.append(done.wall_s)
+            peaks.append(done.peak_rss_mib)
+        rows.append(
+            {
+                "query": label,
+                "sql": query,
+                "rows": answered,
+                **spread(walls),
+                "peak_mib": round(max(peaks), 1),
+            }
+        )
+    return rows
+
+
 def run_queries(ctx: QueryContext) -> dict[str, Any]:
     """Measure every (direction, node, depth) query; rows for the report."""
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
@@ -174,6 +217,7 @@ def run_queries(ctx: QueryContext) -> dict[str, Any]:
     every = [r["p95_s"] for r in rows]
     return {
         "status": "ok",
+        "sql": run_sql(ctx),
         "tier": ctx.tier,
         "nodes": {k: {"name": _name(d), "why": why} for k, (d, why) in nodes.items()},
         "rows": rows,

@@ -101,6 +101,73 @@ def measure_questions(port: int, questions: list[tuple[str, str, int]], runs: in
     return rows
 
 
+# Marquez's paths (issue 38), asked of the same server: lineage at the web UI's default depth (2) and the
+# API's (20, job layers), column lineage of the hub, a search, a jobs list. Fewer timed runs: an answer at
+# depth 20 can hold most of the estate.
+MARQUEZ_RUNS = 20
+
+
+def marquez_paths(estate: Any, nodes: dict[str, tuple[Any, str]]) -> list[tuple[str, str, str]]:
+    """(label, node key, path) of the Marquez questions for the picked datasets."""
+    hub, _why = nodes["hub"]
+    writers = [j for j in estate.jobs if hub.index in j.outputs and j.namespace]
+    out = []
+    for key, (dataset, _why) in nodes.items():
+        marquez_id = f"dataset:{dataset.namespace}:{dataset.name}"
+        for depth in (2, 20):
+            query = urllib.parse.urlencode({"nodeId": marquez_id, "depth": depth})
+            out.append((f"lineage depth {depth}", key, f"/api/v1/lineage?{query}"))
+    hub_id = f"dataset:{hub.namespace}:{hub.name}"
+    query = urllib.parse.urlencode({"nodeId": hub_id, "depth": 20, "withDownstream": "true"})
+    out.append(("column-lineage depth 20, with downstream", "hub", f"/api/v1/column-lineage?{query}"))
+    term = hub.name.rsplit("/", 1)[-1].rsplit(".", 1)[-1][:6]
+    out.append((f"search {term!r}", "hub", "/api/v1/search?" + urllib.parse.urlencode({"q": term})))
+    if writers:
+        namespace = urllib.parse.quote(writers[0].namespace, safe="")
+        out.append(
+            ("jobs of the hub writer's namespace", "hub", f"/api/v1/namespaces/{namespace}/jobs?limit=100")
+        )
+    out.append(("jobs, every namespace", "hub", "/api/v1/jobs?limit=100"))
+    return out
+
+
+def measure_paths(port: int, paths: list[tuple[str, str, str]], runs: int) -> list[dict[str, Any]]:
+    """``(label, node, path)`` -> one row each: answer size, warm p50/p95 in ms."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    rows = []
+    try:
+        for label, node, path in paths:
+            status, body = _get(conn, path)
+            if status != 200:
+                raise RuntimeError(f"GET {path} answered {status}: {body[:500]!r}")
+            answer = json.loads(body)
+            items: list[Any] = next((answer[k] for k in ("graph", "results", "jobs") if k in answer), [])
+            seconds = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                status, _body = _get(conn, path)
+                seconds.append(time.perf_counter() - started)
+                if status != 200:
+                    raise RuntimeError(f"GET {path} answered {status}")
+            timed = spread(seconds, digits=6)
+            rows.append(
+                {
+                    "query": label,
+                    "node": node,
+                    "path": path,
+                    "items": len(items),
+                    "bytes": len(body),
+                    "runs": timed["runs"],
+                    "p50_ms": round(timed["p50_s"] * 1000, 2),
+                    "p95_ms": round(timed["p95_s"] * 1000, 2),
+                    "max_ms": round(timed["max_s"] * 1000, 2),
+                }
+            )
+    finally:
+        conn.close()
+    return rows
+
+
 def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
     """The CLI table's questions, asked of a ``lineage serve`` on the same lake."""
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
@@ -126,6 +193,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
         which = {_name(d): k for k, (d, _why) in nodes.items()}
         for row in rows:
             row["name"], row["node"] = row["node"], which[row["node"]]
+        marquez = measure_paths(port, marquez_paths(ctx.estate, nodes), MARQUEZ_RUNS)
         return {
             "status": "ok",
             "ready_s": round(time.monotonic() - started, 2),
@@ -134,6 +202,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
             "server_rss_mib": _rss_mib(process.pid),
             "rows": rows,
             "p95_max_ms": max(r["p95_ms"] for r in rows),
+            "marquez_rows": marquez,
         }
     finally:
         if process.poll() is None:

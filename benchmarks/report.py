@@ -448,9 +448,29 @@ def _queries(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"{row['peak_mib']:,.0f} |"
             )
         lines.append("")
+        lines += _sql_rows(tier, node.get("sql") or [])
     read_api = _read_api(results)
     endpoint = _endpoint(results)
     return [*lines, *read_api, *endpoint][:-1]
+
+
+def _sql_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
+    """``lineage sql`` (DuckDB over the Iceberg tables), a new process each time (issue 39)."""
+    if not rows:
+        return []
+    lines = [
+        f"`lineage sql`, tier {tier}: an embedded DuckDB reading the Iceberg tables, a new process each time "
+        f"(`--format json`). Seconds over {rows[0]['runs']} timed runs after one untimed run.",
+        "",
+        "| question | rows answered | p50 s | p95 s | min - max s | peak MiB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['query']} | {row['rows']:,} | {row['p50_s']:.2f} | {row['p95_s']:.2f} | "
+            f"{row['min_s']:.2f} - {row['max_s']:.2f} | {row['peak_mib']:,.0f} |"
+        )
+    return [*lines, ""]
 
 
 def _rentgen_rows(r: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
@@ -494,7 +514,28 @@ def _read_api(results: dict[str, dict[str, Any]]) -> list[str]:
                 f"{_num(their_ms, 1) if their_ms is not None else '-'} | {ratio} |"
             )
         lines.append("")
+        lines += _marquez_rows(tier, node.get("marquez_rows") or [])
     return lines
+
+
+def _marquez_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Marquez's paths asked of the same server (issue 38)."""
+    if not rows:
+        return []
+    lines = [
+        f"Marquez's paths, tier {tier}, the same server: milliseconds per request over {rows[0]['runs']} "
+        "requests after one untimed one (`depth` of `/lineage` in job layers, as Marquez counts it; the web "
+        "UI asks depth 2, the API's default is 20).",
+        "",
+        "| question | node | items answered | bytes | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['query']} | {row['node']} | {row['items']:,} | {row['bytes']:,} | {row['p50_ms']:.2f} | "
+            f"{row['p95_ms']:.2f} | {row['max_ms']:.2f} |"
+        )
+    return [*lines, ""]
 
 
 def _endpoint(results: dict[str, dict[str, Any]]) -> list[str]:

@@ -119,7 +119,12 @@ SCHEMA_COLUMNS = (
 
 RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
 FULL_RANGE_START = -1  # RANGE of rows extracted from the whole raw table
-# build_state modes besides the finished ones (full, re-extract, incremental):
+# build_state modes (and BuildResult.mode) of a finished build:
+FULL = "full"  # every model table recomputed from the whole extracted form
+RE_EXTRACT = "re-extract"  # every raw event parsed again into the extracted form, then as FULL
+INCREMENTAL = "incremental"  # only the new raw snapshots' events extracted and merged
+FINISHED_MODES = (FULL, RE_EXTRACT, INCREMENTAL)
+# build_state modes of a build not finished yet:
 FULL_PENDING = "full-pending"  # extracted through raw_snapshot_id, the full recompute not finished yet
 EXTRACT_PENDING = "re-extract-pending"  # the extracted form is being rebuilt: not usable
 
@@ -137,7 +142,6 @@ LIVENESS_PROPERTY = "lineage.liveness-settings"
 # liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock).
 MODEL_COLUMNS = {"runs": ("lost_after",)}
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
-FINISHED_MODES = ("full", "re-extract", "incremental")
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
 FAULT_ENV = "LINEAGE_FAULT_KILL_BUILD_AFTER"
@@ -1042,7 +1046,8 @@ def up_to_date(settings: Settings) -> int | None:
     catalog_settings = settings.catalog
     try:
         catalog = open_catalog(catalog_settings)
-        raw = catalog.load_table((catalog_settings.raw_namespace, "events"))
+        _, namespace, name = catalog_settings.events_table.split(".")  # catalog.namespace.table
+        raw = catalog.load_table((namespace, name))
         state = catalog.load_table((catalog_settings.lineage_namespace, STATE_TABLE)).current_snapshot()
     except Exception as exc:  # no such table, no catalog yet: the long way says what is missing
         log.debug("up-to-date check: %s", exc)
@@ -1146,7 +1151,7 @@ def _build_lineage(
     events = None
     if state is None:
         # The extracted form is missing, unfinished or to be rebuilt: parse every raw event.
-        mode = "re-extract" if re_extract else "full"
+        mode = RE_EXTRACT if re_extract else FULL
         build.record(EXTRACT_PENDING, previous, None, 0)
         new_events = build.extract(None, current)
     else:
@@ -1158,8 +1163,8 @@ def _build_lineage(
                 "`make build-reextract` (it keeps what retention retired)"
             )
         new_events = build.extract(previous, current) if previous != current else 0
-        mode = "full" if full_refresh or state.full_pending else "incremental"
-    if mode == "incremental":
+        mode = FULL if full_refresh or state.full_pending else INCREMENTAL
+    if mode == INCREMENTAL:
         assert previous is not None
         build.incremental(previous)
     else:

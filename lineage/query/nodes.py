@@ -14,6 +14,9 @@ from typing import Any, NamedTuple
 
 JOB, DATASET = "job", "dataset"
 UPSTREAM, DOWNSTREAM, BOTH = "upstream", "downstream", "both"
+# Every edge of a node whatever its direction: the readers of a dataset a job reads are reached too
+# (Marquez's lineage graph walks so).
+ANY = "any"
 VIA_DATASETS, VIA_DEPENDENCIES, VIA_BOTH = "datasets", "dependencies", "both"  # what a walk follows
 GRANULARITY_JOB, GRANULARITY_PARENT = "job", "parent"  # a job as reported, or collapsed into its parent
 TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import Node
+from lineage.query.pin import STATE_TABLE, empty_arrow, finished_build
 from lineage.settings import Settings
 
 
@@ -108,20 +110,35 @@ class LakeTables:
         if as_of is not None:
             pinned = loaded.snapshot_as_of_timestamp(round(as_of.timestamp() * 1000), inclusive=True)
             if pinned is None:
-                from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-                empty = schema_to_pyarrow(loaded.schema()).empty_table()
-                return empty.select(list(columns)) if columns else empty
+                return empty_arrow(loaded, columns)
             kwargs["snapshot_id"] = pinned.snapshot_id
         return loaded.scan(**kwargs).to_arrow()
 
+    @cached_property
+    def pinned_ms(self) -> int | None:
+        """Commit time (ms) of the latest finished build's ``build_state`` commit: every lineage table is
+        read as of it (:mod:`lineage.query.pin`). None (read the current snapshots) before any build, or
+        for a lake without ``build_state``."""
+        try:
+            state = self.table(STATE_TABLE)
+        except LookupError_:
+            return None
+        build = finished_build(state)
+        return None if build is None else int(build.timestamp_ms)
+
     def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+        """Arrow rows of ``lineage.<table>`` as the latest finished build left it (:attr:`pinned_ms`)."""
         loaded = self.table(table)
         kwargs: dict[str, Any] = {}
         if columns:
             kwargs["selected_fields"] = tuple(columns)
         if row_filter is not None:
             kwargs["row_filter"] = row_filter
+        if self.pinned_ms is not None:
+            pinned = loaded.snapshot_as_of_timestamp(self.pinned_ms, inclusive=True)
+            if pinned is None:  # created after that build
+                return empty_arrow(loaded, columns)
+            kwargs["snapshot_id"] = pinned.snapshot_id
         return loaded.scan(**kwargs).to_arrow()
 
 

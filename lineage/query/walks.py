@@ -11,6 +11,7 @@ from typing import Any
 
 from lineage.query.model import COLUMN_EDGE_KEY, LineageModel
 from lineage.query.nodes import (
+    ANY,
     BOTH,
     DATASET,
     DOWNSTREAM,
@@ -143,7 +144,8 @@ class Walks(LineageModel):
             tuple[dict[str, int], dict[tuple[str, str], int], set[tuple[str, tuple[str, str], str]]]
         ] = []
         for walk in walks:
-            steps = self._dependency_steps(walk, granularity) if via != VIA_DATASETS else None
+            follows_steps = via != VIA_DATASETS and walk != ANY  # ANY walks data flow only
+            steps = self._dependency_steps(walk, granularity) if follows_steps else None
             datasets, jobs, edges = self._walk(by_hop, lists, walk, root, depth, steps, result)
             reached_ids.update(datasets)
             found.append((datasets, jobs, edges))
@@ -164,8 +166,18 @@ class Walks(LineageModel):
                 if dataset is not None:
                     add_edge((dataset, job_nodes.get(key) or self.job_node(*key), kind))
         if columns or field_name:
+            if direction == ANY:
+                raise ValueError("column paths are walked upstream, downstream or both, not in any direction")
             self._walk_columns(result, walks, as_of, field_name)
         return result
+
+    def adjacent_jobs(self, dataset: Node, direction: str) -> list[Node]:
+        """The jobs one hop from a dataset: its writers (``upstream``) or its readers (``downstream``).
+        Not a walk: a scoped store counts nothing withheld for it."""
+        by_hop = self._edges_by_hop(None)
+        lists = self._adjacency.get(GRANULARITY_JOB)
+        found = _leaving(by_hop, lists, (direction, DATASET), "dataset_id", {dataset.dataset_id or ""})
+        return sorted({self.job_node(ns, name) for _, ns, name, _ in found}, key=lambda n: n.id)
 
     def _walk(
         self,
@@ -188,13 +200,14 @@ class Walks(LineageModel):
         else:
             jobs[(root.namespace, root.name)] = 0
             frontier_ds, frontier_jobs = set(), {(root.namespace, root.name)}
+        sides = (UPSTREAM, DOWNSTREAM) if walk == ANY else (walk,)
         hop = 0
         while (frontier_ds or frontier_jobs) and (depth is None or hop < depth):
             next_ds: set[str] = set()
             next_jobs: set[tuple[str, str]] = set()
             if frontier_ds and by_hop is not None:
-                for ds_id, namespace, name, kind in _leaving(
-                    by_hop, lists, (walk, DATASET), "dataset_id", frontier_ds
+                for ds_id, namespace, name, kind in _leaving_by(
+                    by_hop, lists, sides, DATASET, "dataset_id", frontier_ds
                 ):
                     edges.add((ds_id, (namespace, name), kind))
                     if (namespace, name) not in jobs:
@@ -210,7 +223,7 @@ class Walks(LineageModel):
                             next_jobs.add(other)
             if frontier_jobs and by_hop is not None:
                 keys = {f"{ns}\x00{n}" for ns, n in frontier_jobs}
-                for ds_id, namespace, name, kind in _leaving(by_hop, lists, (walk, JOB), "job_key", keys):
+                for ds_id, namespace, name, kind in _leaving_by(by_hop, lists, sides, JOB, "job_key", keys):
                     edges.add((ds_id, (namespace, name), kind))
                     if ds_id not in datasets:
                         datasets[ds_id] = hop + 1
@@ -298,6 +311,20 @@ class Walks(LineageModel):
         walk.edges = {e for e in walk.edges if e[0] in kept and e[1] in kept}
         walk.job_links = {e for e in walk.job_links if e[0] in kept and e[1] in kept}
         return walk
+
+
+def _leaving_by(
+    by_hop: dict[tuple[str, str], Any],
+    lists: dict[tuple[str, str], dict[str, list[tuple[str, str, str, str]]]] | None,
+    walks: Sequence[str],
+    kind: str,
+    key: str,
+    values: set[str],
+) -> Iterable[tuple[Any, ...]]:
+    """The edges leaving ``values`` (nodes of ``kind``) in each of ``walks`` (one, or both for ANY)."""
+    if len(walks) == 1:
+        return _leaving(by_hop, lists, (walks[0], kind), key, values)
+    return [edge for walk in walks for edge in _leaving(by_hop, lists, (walk, kind), key, values)]
 
 
 def _leaving(

@@ -25,15 +25,12 @@ from typing import Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import DATASET, Node
+from lineage.query.pin import STATE_TABLE, commit_mode, empty_arrow, finished_build
 from lineage.query.store import LineageStore
 from lineage.settings import Settings
 
 log = logging.getLogger(__name__)
 
-STATE_TABLE = "build_state"
-# build_state modes written while a build is still under way (lineage.batch.build FULL_PENDING,
-# EXTRACT_PENDING): the model tables are not consistent at such a snapshot.
-PENDING_MODES = ("full-pending", "re-extract-pending")
 # The tables the CLI's questions and the Marquez mapping read.
 TABLES = (
     "datasets",
@@ -160,20 +157,6 @@ class IndexedStore(LineageStore):
         return node if node is not None and node.kind == DATASET else None
 
 
-def finished_build(state: Any) -> Any:
-    """The ``build_state`` snapshot of the latest finished build (None before the first one)."""
-    snapshot = state.current_snapshot()
-    while snapshot is not None:
-        rows = state.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("mode", "built_at")).to_arrow()
-        if rows.num_rows:
-            newest = max(rows.to_pylist(), key=lambda r: r["built_at"])
-            if newest["mode"] not in PENDING_MODES:
-                return snapshot
-        parent = snapshot.parent_snapshot_id
-        snapshot = state.snapshot_by_id(parent) if parent is not None else None
-    return None
-
-
 def state_snapshot_id(settings: Settings) -> int | None:
     """The current snapshot of ``build_state`` (cheap: one catalog lookup and one metadata file)."""
     snapshot = LineageStore(settings).table(STATE_TABLE).current_snapshot()
@@ -192,9 +175,7 @@ def load_index(settings: Settings) -> IndexedStore:
     build = finished_build(state)
     if build is None:
         raise LookupError_("no finished build yet: run the build first (jobs/build_lineage.py or make build)")
-    mode = max(state.scan(snapshot_id=build.snapshot_id).to_arrow().to_pylist(), key=lambda r: r["built_at"])[
-        "mode"
-    ]
+    mode = commit_mode(state, build) or "?"  # a finished build has a mode
     tables: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
     for name in TABLES:
@@ -206,9 +187,7 @@ def load_index(settings: Settings) -> IndexedStore:
             raise
         pinned = table.snapshot_as_of_timestamp(build.timestamp_ms, inclusive=True)
         if pinned is None:  # created after that build: empty as of it
-            from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-            tables[name] = schema_to_pyarrow(table.schema()).empty_table()
+            tables[name] = empty_arrow(table)
             schemas[name] = table.schema()
             continue
         schema = table.schemas().get(pinned.schema_id) if pinned.schema_id is not None else None

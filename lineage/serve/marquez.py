@@ -20,7 +20,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from lineage.query.errors import LookupError_, UnknownNode
-from lineage.query.nodes import DATASET, WHOLE_DATASET, Node
+from lineage.query.nodes import ANY, DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node
+from lineage.query.versions import JobVersion, UpstreamRun, run_versions
 from lineage.serve.index import IndexedStore
 from lineage.serve.scope import event_visible, scope_of, visible_json
 
@@ -146,12 +147,18 @@ def _job_io(store: IndexedStore, namespace: str, name: str) -> tuple[list[dict],
     return refs(inputs), refs(outputs)
 
 
-def run_json(store: IndexedStore, row: dict[str, Any]) -> dict[str, Any]:
+def run_json(
+    store: IndexedStore, row: dict[str, Any], job_version: str | bool | None = True
+) -> dict[str, Any]:
     """Marquez's ``Run`` (+ ``inferredState``, ``livenessReason``, ``errorMessage``, parent run).
 
     Each input and output is a dataset version (``inputDatasetVersions``/``outputDatasetVersions``): the
-    version of the dataset's schema history in effect when the run first touched it.
+    version of the dataset's schema history in effect when the run first touched it. ``jobVersion`` names
+    the run's job version (:mod:`lineage.query.versions`; null until the run ended, as Marquez's):
+    ``job_version`` gives it when the caller knows it (None: none), True looks it up.
     """
+    if job_version is True:
+        job_version = run_versions(store, [row]).get(row["run_id"])
     duration = row.get("duration_seconds")
     inputs: list[dict] = []
     outputs: list[dict] = []
@@ -176,7 +183,11 @@ def run_json(store: IndexedStore, row: dict[str, Any]) -> dict[str, Any]:
         "endedAt": iso(row.get("ended_at")),
         "durationMs": None if duration is None else int(duration * 1000),
         "args": {},
-        "jobVersion": {"namespace": row["job_namespace"], "name": row["job_name"], "version": None},
+        "jobVersion": {
+            "namespace": row["job_namespace"],
+            "name": row["job_name"],
+            "version": job_version or None,
+        },
         "inputDatasetVersions": ordered(inputs),
         "outputDatasetVersions": ordered(outputs),
         "context": {},
@@ -201,11 +212,15 @@ def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
     summary = store.job_summary.get((node.namespace, node.name), {})
     inputs, outputs = _job_io(store, node.namespace, node.name)
     latest = None
+    current = None
     if summary.get("last_run_id"):
         try:
-            latest = run_json(store, store.run(summary["last_run_id"]))
+            row = store.run(summary["last_run_id"])
         except UnknownNode:
-            latest = None
+            row = None
+        if row is not None:
+            current = run_versions(store, [row]).get(row["run_id"])
+            latest = run_json(store, row, current)
     processing = (job.get("processing_type") or "").upper()
     parent = job.get("parent_job_name")
     parent_namespace = job.get("parent_job_namespace") or node.namespace
@@ -224,7 +239,7 @@ def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
         "description": job.get("description"),
         "latestRun": latest,
         "facets": {},
-        "currentVersion": None,
+        "currentVersion": current,
         "parentJobName": parent,
         "parentJobUuid": None if parent is None else job_uuid(parent_namespace, parent),
         "tags": tag_names(job.get("tags")),
@@ -443,9 +458,31 @@ def paged(key: str, items: list[Any], limit: int, offset: int) -> dict[str, Any]
     return {key: page(items, limit, offset), "totalCount": len(items)}
 
 
+def start_job(store: IndexedStore, dataset: Node) -> Node | None:
+    """The job Marquez's lineage graph starts from for a dataset: the writer seen last (else the reader
+    seen last); None for a dataset no job touches."""
+    for direction in (UPSTREAM, DOWNSTREAM):
+        jobs = store.adjacent_jobs(dataset, direction)
+        if jobs:
+            return max(jobs, key=lambda j: (_seen(store.jobs.get((j.namespace, j.name), {})), j.id))
+    return None
+
+
+def _seen(job: dict[str, Any]) -> datetime:
+    return job.get("last_seen") or datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]:
-    """Marquez's ``LineageGraph``: nodes with their data and in/out edges, both directions from ``root``."""
-    walk = store.traverse(root, "both", depth)
+    """Marquez's ``LineageGraph``: nodes with their data and in/out edges around ``root``.
+
+    As Marquez counts it, ``depth`` is in job layers from a start job (``root``, or for a dataset the job
+    that last wrote it, else the one that last read it): layer 0 is the start job, each next layer every
+    job sharing a dataset with the one before (upstream, downstream and siblings alike), and every dataset
+    of those jobs is in. That is an undirected walk of ``2 * depth + 1`` hops from the start job; a
+    dataset no job touches answers alone. ``hops`` (ours) counts from the start job.
+    """
+    start = root if root.kind == JOB else start_job(store, root)
+    walk = store.traverse(start or root, ANY, 2 * depth + 1 if start is not None else 0)
     in_edges: dict[Node, list[dict]] = {}
     out_edges: dict[Node, list[dict]] = {}
     for dataset, job, kind in walk.edges:
@@ -454,7 +491,7 @@ def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]
         out_edges.setdefault(origin, []).append(edge)
         in_edges.setdefault(destination, []).append(edge)
     graph = []
-    for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], marquez_id(item[0]))):
+    for node, hops in sorted(walk.hops.items(), key=lambda item: marquez_id(item[0])):  # by id, as Marquez
         data = dataset_json(store, node) if node.kind == DATASET else job_json(store, node)
         graph.append(
             {
@@ -467,6 +504,61 @@ def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]
             }
         )
     return {"graph": graph}
+
+
+def job_version_json(store: IndexedStore, version: JobVersion) -> dict[str, Any]:
+    """Marquez's ``JobVersion``: the datasets its runs read and wrote, and its latest run."""
+    latest = version.runs[0] if version.runs else None
+    return {
+        "id": {"namespace": version.namespace, "name": version.name, "version": version.version},
+        "name": version.name,
+        "version": version.version,
+        "createdAt": iso(version.created_at),
+        "namespace": version.namespace,
+        "inputs": [{"namespace": n.namespace, "name": n.name} for n in version.inputs],
+        "outputs": [{"namespace": n.namespace, "name": n.name} for n in version.outputs],
+        "location": version.location,
+        "context": {},
+        "latestRun": None if latest is None else run_json(store, latest, version.version),
+        "facets": {},
+        # ours
+        "runCount": len(version.runs),
+    }
+
+
+def upstream_run_json(store: IndexedStore, runs: list[UpstreamRun]) -> dict[str, Any]:
+    """Marquez's ``UpstreamRunLineage``: the run asked about first, then its upstream runs by distance."""
+    versions = run_versions(store, [r.row for r in runs])
+    out = []
+    for entry in runs:
+        row = entry.row
+        out.append(
+            {
+                "job": {
+                    "namespace": row["job_namespace"],
+                    "name": row["job_name"],
+                    "version": versions.get(row["run_id"]),
+                },
+                "run": {
+                    "id": row["run_id"],
+                    "start": iso(row.get("started_at")),
+                    "end": iso(row.get("ended_at")),
+                    "status": RUN_STATES.get(row.get("reported_state") or "", "NEW"),
+                },
+                "inputs": [
+                    {
+                        "namespace": node.namespace,
+                        "name": node.name,
+                        "version": version_at(store, node.dataset_id or "", read_at),
+                        "producedByRunId": producer,
+                    }
+                    for node, read_at, producer in entry.inputs
+                ],
+                # ours
+                "depth": entry.depth,
+            }
+        )
+    return {"runs": out}
 
 
 def split_version(node_id: str) -> tuple[str, str | None]:

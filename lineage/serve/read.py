@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from aiohttp import web
 
 from lineage.graph.render import FORMATS
-from lineage.query import answers
+from lineage.query import answers, versions
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.nodes import (
     BOTH,
@@ -35,6 +35,7 @@ from lineage.query.nodes import (
     Node,
 )
 from lineage.query.params import MAX_INT, Tag, parse_tag, parse_time, shown_value
+from lineage.query.versions import run_versions
 from lineage.serve import errors, marquez
 from lineage.serve.auth import READ as READ_ACCESS
 from lineage.serve.auth import ApiKeys, Scope
@@ -278,7 +279,43 @@ async def job_runs(request: web.Request) -> web.Response:
         _known_job(store, key)
         rows = store.runs(job=f"job:{key[0]}/{key[1]}")
         chosen = marquez.page(rows, limit, offset)
-        return {"runs": [marquez.run_json(store, r) for r in chosen], "totalCount": len(rows)}
+        found = run_versions(store, chosen)
+        listed = [marquez.run_json(store, r, found.get(r["run_id"])) for r in chosen]
+        return {"runs": listed, "totalCount": len(rows)}
+
+    return await _answer(request, work)
+
+
+async def job_versions(request: web.Request) -> web.Response:
+    key = (request.match_info["namespace"], request.match_info["job"])
+    limit, offset = _paging(request)
+
+    def work(store: IndexedStore) -> Any:
+        _known_job(store, key)
+        found = versions.job_versions(store, store.job_node(*key))
+        chosen = marquez.page(found, limit, offset)
+        return {"versions": [marquez.job_version_json(store, v) for v in chosen], "totalCount": len(found)}
+
+    return await _answer(request, work)
+
+
+async def job_version(request: web.Request) -> web.Response:
+    key = (request.match_info["namespace"], request.match_info["job"])
+    wanted = request.match_info["version"]
+
+    def work(store: IndexedStore) -> Any:
+        _known_job(store, key)
+        return marquez.job_version_json(store, versions.job_version(store, store.job_node(*key), wanted))
+
+    return await _answer(request, work)
+
+
+async def run_lineage_upstream(request: web.Request) -> web.Response:
+    run_id = _required(request, "runId")
+    depth = _int(request, "depth", MARQUEZ_DEPTH, 0)
+
+    def work(store: IndexedStore) -> Any:
+        return marquez.upstream_run_json(store, versions.upstream_runs(store, run_id, depth or 0))
 
     return await _answer(request, work)
 
@@ -311,11 +348,11 @@ async def dataset(request: web.Request) -> web.Response:
 
 async def lineage(request: web.Request) -> web.Response:
     node_id = _required(request, "nodeId")
-    depth = _int(request, "depth", MARQUEZ_DEPTH) or MARQUEZ_DEPTH
+    depth = _int(request, "depth", MARQUEZ_DEPTH, 0)
 
     def work(store: IndexedStore) -> Any:
         node, _ = marquez.parse_node_id(store, node_id)
-        return marquez.lineage_graph(store, node, depth)
+        return marquez.lineage_graph(store, node, MARQUEZ_DEPTH if depth is None else depth)
 
     return await _answer(request, work)
 
@@ -604,6 +641,9 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("jobs", "/api/v1/namespaces/{namespace}/jobs", jobs),
         ("job", "/api/v1/namespaces/{namespace}/jobs/{job}", job),
         ("job_runs", "/api/v1/namespaces/{namespace}/jobs/{job}/runs", job_runs),
+        ("job_versions", "/api/v1/namespaces/{namespace}/jobs/{job}/versions", job_versions),
+        ("job_version", "/api/v1/namespaces/{namespace}/jobs/{job}/versions/{version}", job_version),
+        ("run_lineage_upstream", "/api/v1/runlineage/upstream", run_lineage_upstream),
         ("all_jobs", "/api/v1/jobs", all_jobs),
         ("run", "/api/v1/jobs/runs/{id}", run),
         ("run_facets", "/api/v1/jobs/runs/{id}/facets", run_facets),

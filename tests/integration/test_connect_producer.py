@@ -31,18 +31,13 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 
-from lineage.batch.build import build_lineage
-from lineage.ingest.stream import run_ingest
-from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic
 from lineage.serve.auth import hash_key, new_key
 from lineage.settings import Settings
@@ -50,6 +45,7 @@ from tests.fixtures.connect import REPO, ConnectWorker, render
 from tests.fixtures.intake import start_intake
 from tests.fixtures.lake import lake_settings
 from tests.fixtures.postgres import PostgresServer, running_postgres
+from tests.fixtures.topics import ProducerScenario, TopicWatcher, write_events
 
 pytestmark = pytest.mark.integration
 
@@ -62,107 +58,21 @@ PRODUCER = "https://github.com/debezium/debezium/tree/v3.5.0.Final/debezium-open
 EVENT_TIMEOUT_S = 120.0
 SPARK_JOB = ("spark-cdc", "orders_from_cdc")  # tests/producers/spark_read_changes.py
 SILENCE = timedelta(hours=2)  # the build runs this long after the last event: the killed run is long silent
-
-Event = dict[str, Any]
-
-
-@dataclass
-class Captured:
-    partition: int
-    offset: int
-    key: str | None
-    event: Event
-
-    @property
-    def run_id(self) -> str:
-        return str(self.event["run"]["runId"])
-
-    @property
-    def type(self) -> str:
-        return str(self.event.get("eventType"))
-
-    def datasets(self, direction: str) -> set[tuple[str, str]]:
-        return {(d["namespace"], d["name"]) for d in self.event.get(direction) or []}
-
-
-class TopicWatcher:
-    """Reads our topic from the beginning and keeps every event of the connector's job."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"watch-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-            }
-        )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        self.seen: list[Captured] = []
-
-    def poll(self, seconds: float) -> None:
-        message = self.consumer.poll(seconds)
-        if message is None or message.error() is not None:
-            return
-        key, value = message.key(), message.value()
-        assert value is not None
-        self.seen.append(
-            Captured(
-                message.partition() or 0,
-                message.offset() or 0,
-                key.decode() if key else None,
-                json.loads(value),
-            )
-        )
-
-    def of_run(self, run_id: str) -> list[Captured]:
-        return [c for c in self.seen if c.run_id == run_id]
-
-    def run_ids(self) -> list[str]:
-        """Run ids in the order their first event arrived."""
-        return list(dict.fromkeys(c.run_id for c in self.seen))
-
-    def wait(self, what: str, ready: Callable[[], bool], worker: ConnectWorker) -> None:
-        deadline = time.monotonic() + EVENT_TIMEOUT_S
-        while not ready():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}\n{worker.tail()}")
-            self.poll(0.5)
-
-    def drain(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.poll(0.5)
-
-    def close(self) -> None:
-        self.consumer.close()
+LINEAGE_TABLES = (  # the tables the tests read, beside the raw events
+    "jobs",
+    "runs",
+    "datasets",
+    "dataset_schemas",
+    "run_io",
+    "job_edges",
+    "dataset_edges",
+    "job_summary",
+)
 
 
 @dataclass
-class Scenario:
-    settings: Settings
+class Scenario(ProducerScenario):
     pg_namespace: str = ""
-    runs: dict[str, str] = field(default_factory=dict)  # scenario step -> OpenLineage run id
-    events: list[Captured] = field(default_factory=list)
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    intake_metrics: str = ""
-    rows_in: int = 0
-    rejected: int = 0
-
-    def kafka_namespace(self) -> str:
-        return f"kafka://{self.settings.kafka.bootstrap_servers}"
-
-    def dataset_id(self, namespace: str, name: str) -> str:
-        matches = [
-            d["dataset_id"]
-            for d in self.tables["datasets"]
-            if (d["namespace"], d["name"]) == (namespace, name)
-        ]
-        assert len(matches) == 1, f"no single dataset {namespace} {name}: {self.tables['datasets']}"
-        return str(matches[0])
-
-    def run(self, step: str) -> dict[str, Any]:
-        return next(r for r in self.tables["runs"] if r["run_id"] == self.runs[step])
 
 
 def make_tables(pg: PostgresServer) -> None:
@@ -212,22 +122,23 @@ def run_scenario(scenario: Scenario, pg: PostgresServer, work: Path, intake_url:
             bootstrap_servers=bootstrap,
         )
 
-    watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3)
+    watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3, EVENT_TIMEOUT_S)
     started: list[ConnectWorker] = []
 
     def new_run(step: str, worker: ConnectWorker) -> str:
         known = set(scenario.runs.values())
-        watcher.wait(f"a new run ({step})", lambda: bool(set(watcher.run_ids()) - known), worker)
-        (run_id,) = [r for r in watcher.run_ids() if r not in known]
+        watcher.wait(f"a new run ({step})", lambda: watcher.new_run(known) is not None, worker.tail)
+        run_id = watcher.new_run(known)
+        assert run_id is not None
         scenario.runs[step] = run_id
         return run_id
 
     def wrote_both_topics(run_id: str) -> Callable[[], bool]:
         topics = {(scenario.kafka_namespace(), f"{TOPIC_PREFIX}.public.{t}") for t in TABLES}
-        return lambda: topics <= {d for c in watcher.of_run(run_id) for d in c.datasets("outputs")}
+        return lambda: topics <= {d for c in watcher.run_events(run_id) for d in c.datasets("outputs")}
 
     def has(run_id: str, event_type: str) -> Callable[[], bool]:
-        return lambda: event_type in [c.type for c in watcher.of_run(run_id)]
+        return lambda: event_type in [c.type for c in watcher.run_events(run_id)]
 
     def start(name: str, config: Path) -> ConnectWorker:
         worker = ConnectWorker.start(name, work, bootstrap, connector(config, name))
@@ -240,36 +151,36 @@ def run_scenario(scenario: Scenario, pg: PostgresServer, work: Path, intake_url:
         worker = start("worker1", over_kafka)
         run = new_run("first", worker)
         change_both_tables(pg, 1)
-        watcher.wait("first: outputs on both change topics", wrote_both_topics(run), worker)
+        watcher.wait("first: outputs on both change topics", wrote_both_topics(run), worker.tail)
         worker.rest(f"/connectors/{CONNECTOR}/stop", method="PUT")
-        watcher.wait("first: COMPLETE after the connector's stop", has(run, "COMPLETE"), worker)
+        watcher.wait("first: COMPLETE after the connector's stop", has(run, "COMPLETE"), worker.tail)
         worker.rest(f"/connectors/{CONNECTOR}/resume", method="PUT")
         worker.wait_running(CONNECTOR)
         run = new_run("resumed", worker)
         change_both_tables(pg, 2)
-        watcher.wait("resumed: outputs on both change topics", wrote_both_topics(run), worker)
+        watcher.wait("resumed: outputs on both change topics", wrote_both_topics(run), worker.tail)
         worker.stop()
-        watcher.wait("resumed: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker)
+        watcher.wait("resumed: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker.tail)
         scenario.seconds["worker1"] = time.monotonic() - t0
 
         t0 = time.monotonic()
         worker = start("worker2", over_http)
         run = new_run("over_http", worker)
         change_both_tables(pg, 3)
-        watcher.wait("over_http: outputs on both change topics", wrote_both_topics(run), worker)
+        watcher.wait("over_http: outputs on both change topics", wrote_both_topics(run), worker.tail)
         worker.stop()
-        watcher.wait("over_http: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker)
+        watcher.wait("over_http: COMPLETE after SIGTERM", has(run, "COMPLETE"), worker.tail)
         scenario.seconds["worker2"] = time.monotonic() - t0
 
         t0 = time.monotonic()
         worker = start("worker3", over_kafka)
         run = new_run("killed", worker)
         change_both_tables(pg, 4)
-        watcher.wait("killed: outputs on both change topics", wrote_both_topics(run), worker)
+        watcher.wait("killed: outputs on both change topics", wrote_both_topics(run), worker.tail)
         worker.kill()
         scenario.seconds["worker3"] = time.monotonic() - t0
         watcher.drain(5)
-        assert watcher.of_run(run)[-1].type == "RUNNING"
+        assert watcher.run_events(run)[-1].type == "RUNNING"
         scenario.events = list(watcher.seen)
     finally:
         for worker in started:
@@ -280,9 +191,7 @@ def run_scenario(scenario: Scenario, pg: PostgresServer, work: Path, intake_url:
 def write_golden(directory: Path, scenario: Scenario) -> None:
     """The captured events, one JSON per line, in (partition, offset) order, unchanged."""
     directory.mkdir(parents=True, exist_ok=True)
-    captured = sorted(scenario.events, key=lambda c: (c.partition, c.offset))
-    lines = [json.dumps(c.event, separators=(",", ":")) for c in captured]
-    (directory / "debezium.jsonl").write_text("\n".join(lines) + "\n")
+    write_events(directory / "debezium.jsonl", scenario.events)
 
 
 @pytest.fixture(scope="module")
@@ -332,30 +241,7 @@ def connect_lake(
     assert reader.returncode == 0, reader.stderr[-3000:]
     scenario.seconds["spark_reader"] = time.monotonic() - t0
 
-    t0 = time.monotonic()
-    progress = run_ingest(spark, settings, trigger="availableNow")
-    scenario.rows_in, scenario.rejected = progress.rows_in, progress.rejected
-    scenario.seconds["ingest"] = time.monotonic() - t0
-    last_event = max(datetime.fromisoformat(c.event["eventTime"][:26]) for c in scenario.events)
-    t0 = time.monotonic()
-    build_lineage(spark, settings, now=last_event.replace(tzinfo=UTC) + SILENCE)
-    scenario.seconds["build"] = time.monotonic() - t0
-    catalog = settings.catalog
-    lake = open_catalog(catalog)
-    for name in (
-        "jobs",
-        "runs",
-        "datasets",
-        "dataset_schemas",
-        "run_io",
-        "job_edges",
-        "dataset_edges",
-        "job_summary",
-    ):
-        scenario.tables[name] = (
-            lake.load_table(f"{catalog.lineage_namespace}.{name}").scan().to_arrow().to_pylist()
-        )
-    scenario.tables["raw"] = lake.load_table(f"{catalog.raw_namespace}.events").scan().to_arrow().to_pylist()
+    scenario.ingest_and_build(spark, SILENCE, LINEAGE_TABLES)
     golden = os.environ.get("CONNECT_GOLDEN_DIR")
     if golden:
         write_golden(Path(golden), scenario)

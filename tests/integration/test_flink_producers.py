@@ -29,23 +29,21 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
-from lineage.batch.build import build_lineage
-from lineage.ingest.stream import run_ingest
-from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic, free_port
 from lineage.serve.auth import hash_key, new_key
 from lineage.settings import Settings
 from tests.fixtures.intake import Intake, start_intake
 from tests.fixtures.lake import lake_settings
+from tests.fixtures.topics import Captured, ProducerScenario, TopicWatcher, write_events
 
 pytestmark = [pytest.mark.integration, pytest.mark.flink]
 
@@ -57,90 +55,16 @@ FLINK1_JOB = ("flink1-lab", "supplier-stats")  # the namespace the job gives the
 TRACKING_INTERVAL_S = 1  # openlineage.yml (2.x) and the 1.x tracking interval: a RUNNING per second or two
 EVENT_TIMEOUT_S = 180.0
 SILENCE = timedelta(hours=2)  # the build runs this long after the last event: the stuck run is long silent
-
-Event = dict[str, Any]
-
-
-@dataclass
-class Captured:
-    """One OpenLineage event as read back from our topic."""
-
-    partition: int
-    offset: int
-    key: str | None
-    event: Event
-
-    @property
-    def job(self) -> tuple[str, str]:
-        return self.event["job"]["namespace"], self.event["job"]["name"]
-
-    @property
-    def run_id(self) -> str:
-        return str(self.event["run"]["runId"])
-
-    @property
-    def type(self) -> str:
-        return str(self.event.get("eventType"))
-
-
-class TopicWatcher:
-    """Reads our topic from the beginning and keeps every event, for the test to wait on."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"watch-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-            }
-        )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        self.seen: list[Captured] = []
-
-    def poll(self, seconds: float) -> None:
-        message = self.consumer.poll(seconds)
-        if message is None or message.error() is not None:
-            return
-        key, value = message.key(), message.value()
-        assert value is not None, "the OpenLineage Kafka transport never sends a null value"
-        self.seen.append(
-            Captured(
-                message.partition() or 0,
-                message.offset() or 0,
-                key.decode() if key is not None else None,
-                json.loads(value),
-            )
-        )
-
-    def run_events(self, job: tuple[str, str], run_id: str) -> list[Captured]:
-        return [c for c in self.seen if "run" in c.event and c.job == job and c.run_id == run_id]
-
-    def new_run(self, job: tuple[str, str], known: set[str]) -> str | None:
-        """The run id of ``job`` not in ``known``, once one of its events arrived."""
-        fresh = {c.run_id for c in self.seen if "run" in c.event and c.job == job} - known
-        assert len(fresh) <= 1, f"more than one new run of {job}: {fresh}"
-        return next(iter(fresh), None)
-
-    def wait(
-        self, what: str, ready: Callable[[], bool], job: FlinkProcess, timeout: float = EVENT_TIMEOUT_S
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not ready():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}\n{job.diagnostics()}")
-            if job.process.poll() is not None and job.process.returncode != 0:
-                raise AssertionError(
-                    f"{job.name} exited with {job.process.returncode} before {what}\n{job.diagnostics()}"
-                )
-            self.poll(0.5)
-
-    def drain(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.poll(0.5)
-
-    def close(self) -> None:
-        self.consumer.close()
+LINEAGE_TABLES = (  # the tables the tests read, beside the raw events
+    "jobs",
+    "runs",
+    "datasets",
+    "dataset_aliases",
+    "dataset_schemas",
+    "run_io",
+    "dataset_edges",
+    "job_summary",
+)
 
 
 @dataclass
@@ -214,35 +138,18 @@ class FlinkProcess:
         output = self.output.read_text(errors="replace")[-4000:]
         return f"--- {self.name} output ---\n{output}\n--- Flink log ---\n{log_tail}"
 
+    def failed(self) -> str | None:
+        """Why the job can send nothing more (it exited with an error), or None while it can."""
+        if self.process.poll() is not None and self.process.returncode != 0:
+            return f"{self.name} exited with {self.process.returncode}"
+        return None
+
 
 @dataclass
-class Scenario:
-    settings: Settings
+class Scenario(ProducerScenario):
     source_topic: str
     flink2_sink: str
     flink1_sink: str
-    runs: dict[str, str] = field(default_factory=dict)  # scenario step -> OpenLineage run id
-    events: list[Captured] = field(default_factory=list)
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    rows_in: int = 0
-    rejected: int = 0
-    intake_metrics: str = ""  # /metrics of the intake the first Flink 2.x run sent to, after the scenario
-
-    def kafka_namespace(self) -> str:
-        return f"kafka://{self.settings.kafka.bootstrap_servers}"
-
-    def dataset_id(self, namespace: str, name: str) -> str:
-        matches = [
-            d["dataset_id"]
-            for d in self.tables["datasets"]
-            if (d["namespace"], d["name"]) == (namespace, name)
-        ]
-        assert len(matches) == 1, f"no single dataset {namespace} {name}: {self.tables['datasets']}"
-        return str(matches[0])
-
-    def run(self, step: str) -> dict[str, Any]:
-        return next(r for r in self.tables["runs"] if r["run_id"] == self.runs[step])
 
 
 ORDERS = [
@@ -296,8 +203,11 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
             intake_url=intake.url, api_key=api_key, tracking_interval_seconds=TRACKING_INTERVAL_S
         )
     )
-    watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3)
+    watcher = TopicWatcher(bootstrap, settings.kafka.topic, 3, EVENT_TIMEOUT_S)
     started: list[FlinkProcess] = []
+
+    def wait(what: str, ready: Callable[[], bool], process: FlinkProcess) -> None:
+        watcher.wait(what, ready, process.diagnostics, process.failed)
 
     def job2(step: str, mode: str, config: Path = openlineage_yml) -> tuple[FlinkProcess, int]:
         port = free_port()
@@ -334,15 +244,15 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
 
     def new_run(step: str, job: tuple[str, str], process: FlinkProcess) -> str:
         known = set(scenario.runs.values())
-        watcher.wait(f"a new run of {job}", lambda: watcher.new_run(job, known) is not None, process)
-        run_id = watcher.new_run(job, known)
+        wait(f"a new run of {job}", lambda: watcher.new_run(known, job) is not None, process)
+        run_id = watcher.new_run(known, job)
         assert run_id is not None
         scenario.runs[step] = run_id
         return run_id
 
     def has(job: tuple[str, str], run_id: str, *wanted: str, running: int = 0) -> Callable[[], bool]:
         def check() -> bool:
-            seen = types(watcher.run_events(job, run_id))
+            seen = types(watcher.run_events(run_id, job))
             return all(t in seen for t in wanted) and seen.count("RUNNING") >= running
 
         return check
@@ -352,7 +262,7 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
         t0 = time.monotonic()
         process, _ = job2("flink2_complete", "complete", over_http)
         run = new_run("flink2_complete", FLINK2_JOB, process)
-        watcher.wait("flink2 COMPLETE", has(FLINK2_JOB, run, "START", "COMPLETE"), process)
+        wait("flink2 COMPLETE", has(FLINK2_JOB, run, "START", "COMPLETE"), process)
         process.finish()
         assert "FINISHED" in process.stdout_lines()
         scenario.seconds["flink2_complete"] = time.monotonic() - t0
@@ -361,9 +271,9 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
         t0 = time.monotonic()
         process, _ = job2("flink2_cancel", "cancel")
         run = new_run("flink2_cancel", FLINK2_JOB, process)
-        watcher.wait("flink2 START + RUNNING", has(FLINK2_JOB, run, "START", running=1), process)
+        wait("flink2 START + RUNNING", has(FLINK2_JOB, run, "START", running=1), process)
         process.send("cancel")
-        watcher.wait("flink2 ABORT", has(FLINK2_JOB, run, "ABORT"), process)
+        wait("flink2 ABORT", has(FLINK2_JOB, run, "ABORT"), process)
         process.finish()
         assert "CANCELLED" in process.stdout_lines()
         scenario.seconds["flink2_cancel"] = time.monotonic() - t0
@@ -372,7 +282,7 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
         t0 = time.monotonic()
         process, _ = job1("flink1_complete", "bounded")
         run = new_run("flink1_complete", FLINK1_JOB, process)
-        watcher.wait("flink1 COMPLETE", has(FLINK1_JOB, run, "START", "COMPLETE"), process)
+        wait("flink1 COMPLETE", has(FLINK1_JOB, run, "START", "COMPLETE"), process)
         process.finish()
         assert "FINISHED" in process.stdout_lines()
         scenario.seconds["flink1_complete"] = time.monotonic() - t0
@@ -382,10 +292,10 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
         t0 = time.monotonic()
         process, port = job1("flink1_cancel", "unbounded")
         run = new_run("flink1_cancel", FLINK1_JOB, process)
-        watcher.wait("flink1 START + RUNNING", has(FLINK1_JOB, run, "START", running=1), process)
-        start = next(c for c in watcher.run_events(FLINK1_JOB, run) if c.type == "START")
+        wait("flink1 START + RUNNING", has(FLINK1_JOB, run, "START", running=1), process)
+        start = next(c for c in watcher.run_events(run, FLINK1_JOB) if c.type == "START")
         rest_cancel(port, start.event["run"]["facets"]["flink_job"]["jobId"])
-        watcher.wait("flink1 FAIL", has(FLINK1_JOB, run, "FAIL"), process)
+        wait("flink1 FAIL", has(FLINK1_JOB, run, "FAIL"), process)
         process.finish()
         assert any(line.startswith("FAILED") for line in process.stdout_lines())
         scenario.seconds["flink1_cancel"] = time.monotonic() - t0
@@ -395,12 +305,12 @@ def run_scenario(scenario: Scenario, work: Path, intake: Intake, api_key: str) -
         t0 = time.monotonic()
         process, _ = job1("flink1_stuck", "unbounded")
         run = new_run("flink1_stuck", FLINK1_JOB, process)
-        watcher.wait("flink1 START + 3 RUNNING", has(FLINK1_JOB, run, "START", running=3), process)
+        wait("flink1 START + 3 RUNNING", has(FLINK1_JOB, run, "START", running=3), process)
         process.kill()
         scenario.seconds["flink1_stuck"] = time.monotonic() - t0
         # Whatever was still in flight lands now; nothing else can come (the JVM is gone).
         watcher.drain(5)
-        assert types(watcher.run_events(FLINK1_JOB, run))[-1] == "RUNNING"
+        assert types(watcher.run_events(run, FLINK1_JOB))[-1] == "RUNNING"
         scenario.events = list(watcher.seen)
     finally:
         for process in started:
@@ -412,9 +322,7 @@ def write_golden(directory: Path, scenario: Scenario) -> None:
     """The captured events per Flink version, one JSON per line, in (partition, offset) order, unchanged."""
     directory.mkdir(parents=True, exist_ok=True)
     for version, job in (("flink2", FLINK2_JOB), ("flink1", FLINK1_JOB)):
-        captured = sorted((c for c in scenario.events if c.job == job), key=lambda c: (c.partition, c.offset))
-        lines = [json.dumps(c.event, separators=(",", ":")) for c in captured]
-        (directory / f"{version}.jsonl").write_text("\n".join(lines) + "\n")
+        write_events(directory / f"{version}.jsonl", (c for c in scenario.events if c.job == job))
 
 
 @pytest.fixture(scope="module")
@@ -448,30 +356,7 @@ def flink_lake(
     finally:
         intake.stop()
 
-    t0 = time.monotonic()
-    progress = run_ingest(spark, settings, trigger="availableNow")
-    scenario.rows_in, scenario.rejected = progress.rows_in, progress.rejected
-    scenario.seconds["ingest"] = time.monotonic() - t0
-    last_event = max(datetime.fromisoformat(c.event["eventTime"][:26]) for c in scenario.events)
-    t0 = time.monotonic()
-    build_lineage(spark, settings, now=last_event.replace(tzinfo=UTC) + SILENCE)
-    scenario.seconds["build"] = time.monotonic() - t0
-    catalog = settings.catalog
-    lake = open_catalog(catalog)
-    for name in (
-        "jobs",
-        "runs",
-        "datasets",
-        "dataset_aliases",
-        "dataset_schemas",
-        "run_io",
-        "dataset_edges",
-        "job_summary",
-    ):
-        scenario.tables[name] = (
-            lake.load_table(f"{catalog.lineage_namespace}.{name}").scan().to_arrow().to_pylist()
-        )
-    scenario.tables["raw"] = lake.load_table(f"{catalog.raw_namespace}.events").scan().to_arrow().to_pylist()
+    scenario.ingest_and_build(spark, SILENCE, LINEAGE_TABLES)
     golden = os.environ.get("FLINK_GOLDEN_DIR")
     if golden:
         write_golden(Path(golden), scenario)

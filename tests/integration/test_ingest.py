@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -365,6 +366,49 @@ def rejected_count(settings: Settings, topic: str) -> int:
     return landed(settings, topic)[1].num_rows
 
 
+def land_cases(
+    spark: SparkSession,
+    base_settings: Settings,
+    kafka_broker: LocalKafka,
+    topic: str,
+    tmp_path: Path,
+    values: list[bytes],
+) -> tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]]:
+    """Publish ``values`` to ``topic`` (keys k0, k1, ...), run the ingestion on it once (availableNow) and
+    return its raw.events rows and its raw.rejected rows, each by the index of the value it came from
+    (found by the row's Kafka coordinates: a rejected row's value may be redacted)."""
+    publish_raw(
+        kafka_broker.bootstrap_servers,
+        topic,
+        [(f"k{i}".encode(), value) for i, value in enumerate(values)],
+        kafka_broker.max_message_bytes,
+    )
+    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
+
+    run_ingest(spark, settings, trigger="availableNow")
+
+    events, rejected = landed(settings, topic)
+    sent = read_topic(kafka_broker, topic)
+    index = {value: i for i, value in enumerate(values)}
+
+    def by_case(rows: pa.Table) -> dict[int, dict[str, Any]]:
+        found = {index[sent[(r["kafka_partition"], r["kafka_offset"])]]: r for r in rows.to_pylist()}
+        assert len(found) == rows.num_rows, "a message landed twice"
+        return found
+
+    return by_case(events), by_case(rejected)
+
+
+def reasons(
+    events: dict[int, dict[str, Any]], rejected: dict[int, dict[str, Any]], count: int
+) -> list[str | None]:
+    """Each case's rejection reason; None for a case that landed in raw.events, NOT LANDED for neither."""
+    return [
+        rejected[i]["reason"] if i in rejected else None if i in events else "NOT LANDED"
+        for i in range(count)
+    ]
+
+
 def test_adversarial_inputs_of_issue_18_are_classified(
     spark: SparkSession, base_settings: Settings, kafka_broker: LocalKafka, topic: str, tmp_path: Path
 ) -> None:
@@ -394,27 +438,11 @@ def test_adversarial_inputs_of_issue_18_are_classified(
         (message(run=None), "MISSING_FIELD"),
         (message(run={"runId": run_id.upper()}), None),
     ]
-    publish_raw(
-        kafka_broker.bootstrap_servers,
-        topic,
-        [(f"k{i}".encode(), value) for i, (value, _) in enumerate(cases)],
-        kafka_broker.max_message_bytes,
+    events, rejected = land_cases(
+        spark, base_settings, kafka_broker, topic, tmp_path, [value for value, _ in cases]
     )
-    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
-
-    run_ingest(spark, settings, trigger="availableNow")
-
-    events, rejected = landed(settings, topic)
-    sent = read_topic(kafka_broker, topic)
-    order = {value: i for i, (value, _) in enumerate(cases)}
-    found: dict[int, str | None] = {
-        order[sent[(r["kafka_partition"], r["kafka_offset"])]]: None for r in events.to_pylist()
-    }
-    for row in rejected.to_pylist():
-        found[order[row["value"]]] = row["reason"]
-    assert [found[i] for i in range(len(cases))] == [reason for _, reason in cases]
-    assert events.column("run_id").to_pylist() == [run_id]
-    assert events.column("event_json").to_pylist() == [cases[-1][0].decode()]
+    assert reasons(events, rejected, len(cases)) == [reason for _, reason in cases]
+    assert [(r["run_id"], r["event_json"]) for r in events.values()] == [(run_id, cases[-1][0].decode())]
 
 
 def test_issue_37_inputs_get_reasons_of_their_own_and_keep_no_secret(
@@ -444,27 +472,15 @@ def test_issue_37_inputs_get_reasons_of_their_own_and_keep_no_secret(
         (b'\xff\xfe{"db.password": "hunter2-not-utf8"}', "NOT_UTF8"),
         (one[:-1] + b', "db.pass\\u0077ord": "s3cret-escaped"}', None),
     ]
-    publish_raw(
-        kafka_broker.bootstrap_servers,
-        topic,
-        [(f"k{i}".encode(), value) for i, (value, _) in enumerate(cases)],
-        kafka_broker.max_message_bytes,
+    events, rows = land_cases(
+        spark, base_settings, kafka_broker, topic, tmp_path, [value for value, _ in cases]
     )
-    settings = for_topic(base_settings, kafka_broker, topic, tmp_path / "ckpt")
-
-    run_ingest(spark, settings, trigger="availableNow")
-
-    events, rejected = landed(settings, topic)
-    sent = read_topic(kafka_broker, topic)
-    order = {value: i for i, (value, _) in enumerate(cases)}
-    rows = {order[sent[(r["kafka_partition"], r["kafka_offset"])]]: r for r in rejected.to_pylist()}
-    found = [rows[i]["reason"] if i in rows else None for i in range(len(cases))]
-    assert found == [reason for _, reason in cases]
+    assert reasons(events, rows, len(cases)) == [reason for _, reason in cases]
     assert rows[4]["detail"].endswith("a string value longer than 20000000 characters")
     assert rows[6]["detail"] == f"eventTime is more than 86400 s after the message was received: {ahead}"
     assert b"hunter2" not in rows[7]["value"] and rows[7]["value"].startswith(b"\xff\xfe{")
     assert rows[7]["redactions"] == 1
-    [landed_event] = events.to_pylist()
+    [landed_event] = events.values()
     assert "s3cret" not in landed_event["event_json"] and landed_event["redactions"] == 1
     assert json.loads(landed_event["event_json"])["db.password"] == "***REDACTED***"
 

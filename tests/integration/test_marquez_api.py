@@ -228,6 +228,39 @@ def test_every_read_path_answers_spec_valid_shapes(service: ReadService) -> None
     }
     assert not any(n["data"]["field"] == "*" for n in columns)
 
+    overwrite = f"/namespaces/fh-local/jobs/{q(SPARK_OVERWRITE[1])}"
+    job_versions = check("JobVersionList", get(service, f"{overwrite}/versions"))["versions"]
+    # the complete run read the orders table and wrote supplier_stats; the failed retry wrote nothing
+    assert sorted(
+        (
+            [(d["namespace"], d["name"]) for d in v["inputs"]],
+            [(d["namespace"], d["name"]) for d in v["outputs"]],
+        )
+        for v in job_versions
+    ) == [([], []), ([ORDERS_TABLE], [STATS_TABLE])]
+    for listed in job_versions:
+        one = check("JobVersion", get(service, f"{overwrite}/versions/{listed['version']}"))
+        assert one == listed and one["latestRun"]["jobVersion"]["version"] == one["version"]
+    by_run = {v["latestRun"]["id"]: v["version"] for v in job_versions}
+    for run_entry in check("RunList", get(service, f"{overwrite}/runs"))["runs"]:
+        assert run_entry["jobVersion"]["version"] == by_run[run_entry["id"]]
+    assert job["currentVersion"] == by_run[job["latestRun"]["id"]]
+    assert service.get(f"/api/v1{overwrite}/versions/{'0' * 8}-0000-3000-8000-{'0' * 12}").status_code == 404
+
+    complete = next(v["latestRun"]["id"] for v in job_versions if v["outputs"])
+    upstream = check("UpstreamRunLineage", get(service, "/runlineage/upstream", runId=complete))["runs"]
+    assert upstream[0]["run"]["id"] == complete
+    # the overwrite read the orders table the Flink ingestion wrote, which read the topic orders-source wrote
+    steps = [(u["job"]["name"], [(i["name"], i["producedByRunId"]) for i in u["inputs"]]) for u in upstream]
+    ingestion_run, source_run = upstream[1]["run"]["id"], upstream[2]["run"]["id"]
+    assert steps == [
+        (SPARK_OVERWRITE[1], [(ORDERS_TABLE[1], ingestion_run)]),
+        (INGESTION[1], [("orders", source_run)]),
+        ("orders-source", []),
+    ]
+    shallow = get(service, "/runlineage/upstream", runId=complete, depth=1)["runs"]
+    assert [u["run"]["id"] for u in shallow] == [complete, ingestion_run]
+
     found = check("SearchResultList", get(service, "/search", q="supplier", sort="UPDATE_AT"))
     assert f"dataset:{WAREHOUSE}:{STATS_TABLE[1]}" in {r["nodeId"] for r in found["results"]}
 
@@ -235,6 +268,32 @@ def test_every_read_path_answers_spec_valid_shapes(service: ReadService) -> None
     assert len(events["events"]) == 5 and events["totalCount"] >= 25  # the lab's events, and ours
     times = [datetime.fromisoformat(e["eventTime"].replace("Z", "+00:00")) for e in events["events"]]
     assert times == sorted(times, reverse=True)  # newest first, Marquez's default
+
+
+def test_lineage_depth_counts_job_layers_as_marquez(service: ReadService) -> None:
+    """From a dataset Marquez starts at the job that writes it; each layer adds every job sharing a dataset
+    with the last (readers, writers, siblings) and all their datasets."""
+
+    def ids(depth: int) -> set[str]:
+        graph = get(service, "/lineage", nodeId=f"dataset:{KAFKA}:orders", depth=depth)["graph"]
+        return {n["id"] for n in graph}
+
+    source = "job:fh-local:orders-source"
+    readers = {
+        "job:fh-local:orders-s3-sink",
+        "job:fh-local:supplier-stats",
+        f"job:{INGESTION[0]}:{INGESTION[1]}",
+    }
+    overwrite, create = f"job:fh-local:{SPARK_OVERWRITE[1]}", f"job:fh-local:{CREATE_TABLE}"
+    assert ids(0) == {source, f"dataset:{KAFKA}:orders"}
+    one = ids(1)
+    assert readers | {f"dataset:{WAREHOUSE}:{ORDERS_TABLE[1]}"} <= one and overwrite not in one
+    two = ids(2)
+    assert {overwrite, f"dataset:{WAREHOUSE}:{STATS_TABLE[1]}"} <= two and create not in two
+    assert create in ids(3)  # a sibling: it writes what the overwrite writes
+    boundary = get(service, "/lineage", nodeId=f"dataset:{KAFKA}:orders", depth=1)["graph"]
+    table = next(n for n in boundary if n["id"] == f"dataset:{WAREHOUSE}:{ORDERS_TABLE[1]}")
+    assert table["outEdges"] == []  # its reader is beyond the last layer: no edge to it
 
 
 def test_statistics_count_what_the_lake_holds(service: ReadService) -> None:

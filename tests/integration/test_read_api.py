@@ -258,7 +258,7 @@ def test_bad_input(service: ReadService) -> None:
     error = unknown.json()["error"]
     assert error["code"] == "NOT_FOUND"
     assert f"{KAFKA}/orders" in error["suggestions"]
-    for params in ({"depth": "0"}, {"depth": "ten"}):
+    for params in ({"depth": "-1"}, {"depth": "ten"}):  # depth 0 is Marquez's start job and its datasets
         bad = service.get("/api/v1/lineage", nodeId=f"dataset:{KAFKA}:orders", **params)
         assert bad.status_code == 400, bad.text
         assert bad.json()["error"]["code"] == "BAD_PARAMETER"

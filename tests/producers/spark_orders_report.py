@@ -16,14 +16,8 @@ datasets from the catalog type and cannot name tables of a JDBC catalog (it fail
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 
-from pyspark.sql import SparkSession
-
-from lineage.spark import extra_jars
-
-REPO = Path(__file__).resolve().parents[2]
+from spark_listener import kafka_transport, listener_session, stop_after_last_events
 
 
 def main() -> None:
@@ -35,54 +29,25 @@ def main() -> None:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--namespace", default="spark-shop")
     args = parser.parse_args()
-    jars = extra_jars(str(REPO / ".jars/spark")) + [
-        str(p) for p in (REPO / ".jars/openlineage").glob("*.jar")
-    ]
-    serializer = "org.apache.kafka.common.serialization.StringSerializer"
-    conf = {
-        "spark.master": "local[2]",
-        "spark.app.name": "orders_report",
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.host": "127.0.0.1",
-        "spark.jars": ",".join(jars),
-        "spark.driver.extraClassPath": ":".join(jars),
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        "spark.sql.catalog.shop": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.shop.type": "hadoop",
-        "spark.sql.catalog.shop.warehouse": Path(args.warehouse).resolve().as_uri(),
-        "spark.extraListeners": "io.openlineage.spark.agent.OpenLineageSparkListener",
-        "spark.openlineage.namespace": args.namespace,
-        "spark.openlineage.columnLineage.datasetLineageEnabled": "true",
-    }
+    openlineage = {"spark.openlineage.columnLineage.datasetLineageEnabled": "true"}
     if args.http_url:
-        conf |= {
+        openlineage |= {
             "spark.openlineage.transport.type": "http",
             "spark.openlineage.transport.url": args.http_url,
             "spark.openlineage.transport.endpoint": "/api/v1/lineage",
             "spark.openlineage.transport.compression": "gzip",
         }
         if args.api_key:
-            conf |= {
+            openlineage |= {
                 "spark.openlineage.transport.auth.type": "api_key",
                 "spark.openlineage.transport.auth.apiKey": args.api_key,
             }
     else:
         if not (args.bootstrap and args.topic):
             parser.error("--bootstrap and --topic (Kafka transport), or --http-url")
-        conf |= {
-            "spark.openlineage.transport.type": "kafka",
-            "spark.openlineage.transport.topicName": args.topic,
-            "spark.openlineage.transport.properties.bootstrap.servers": args.bootstrap,
-            "spark.openlineage.transport.properties.key.serializer": serializer,
-            "spark.openlineage.transport.properties.value.serializer": serializer,
-            "spark.openlineage.transport.properties.max.request.size": str(32 * 1024 * 1024),
-            "spark.openlineage.transport.properties.acks": "all",
-        }
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+        openlineage |= kafka_transport(args.bootstrap, args.topic)
+        openlineage["spark.openlineage.transport.properties.max.request.size"] = str(32 * 1024 * 1024)
+    spark = listener_session("orders_report", "shop", args.warehouse, args.namespace, openlineage)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS shop.db")
     spark.sql(
         "CREATE TABLE shop.db.orders (order_id string, customer_id string, price double, status string) "
@@ -100,9 +65,7 @@ def main() -> None:
         "FROM shop.db.orders o JOIN shop.db.customers c ON o.customer_id = c.customer_id "
         "WHERE o.status = 'PAID' GROUP BY c.country"
     )
-    # The listener emits asynchronously: give the last COMPLETE events time to leave before stopping.
-    time.sleep(3)
-    spark.stop()
+    stop_after_last_events(spark)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,8 @@ tables; see tests/producers/spark_orders_report.py). The listener sends through 
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
 
-from pyspark.sql import SparkSession
-
-from lineage.spark import extra_jars
-
-REPO = Path(__file__).resolve().parents[2]
+from spark_listener import kafka_transport, listener_session, stop_after_last_events
 
 
 def main() -> None:
@@ -30,35 +24,9 @@ def main() -> None:
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--namespace", default="spark-cdc")
     args = parser.parse_args()
-    jars = extra_jars(str(REPO / ".jars/spark")) + [
-        str(p) for p in (REPO / ".jars/openlineage").glob("*.jar")
-    ]
-    serializer = "org.apache.kafka.common.serialization.StringSerializer"
-    conf = {
-        "spark.master": "local[2]",
-        "spark.app.name": "orders_from_cdc",
-        "spark.ui.enabled": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.host": "127.0.0.1",
-        "spark.jars": ",".join(jars),
-        "spark.driver.extraClassPath": ":".join(jars),
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        "spark.sql.catalog.cdc": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.cdc.type": "hadoop",
-        "spark.sql.catalog.cdc.warehouse": Path(args.warehouse).resolve().as_uri(),
-        "spark.extraListeners": "io.openlineage.spark.agent.OpenLineageSparkListener",
-        "spark.openlineage.namespace": args.namespace,
-        "spark.openlineage.transport.type": "kafka",
-        "spark.openlineage.transport.topicName": args.topic,
-        "spark.openlineage.transport.properties.bootstrap.servers": args.bootstrap,
-        "spark.openlineage.transport.properties.key.serializer": serializer,
-        "spark.openlineage.transport.properties.value.serializer": serializer,
-        "spark.openlineage.transport.properties.acks": "all",
-    }
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = listener_session(
+        "orders_from_cdc", "cdc", args.warehouse, args.namespace, kafka_transport(args.bootstrap, args.topic)
+    )
     changes = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", args.bootstrap)
@@ -76,8 +44,7 @@ def main() -> None:
         "  AS after FROM changes"
         ") WHERE after IS NOT NULL GROUP BY after.id"
     )
-    time.sleep(3)
-    spark.stop()
+    stop_after_last_events(spark)
 
 
 if __name__ == "__main__":

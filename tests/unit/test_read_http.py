@@ -69,7 +69,7 @@ def test_errors_and_the_not_built_state(tmp_path: Path) -> None:
             settings(tmp_path),
             True,
             ("/api/v1/lineage?nodeId=job:etl:lod", {}),
-            ("/api/v1/lineage?nodeId=job:etl:load&depth=0", {}),
+            ("/api/v1/lineage?nodeId=job:etl:load&depth=-1", {}),
         )
     )
     assert unknown == 404 and missing["error"]["suggestions"] == ["etl/load"]
