@@ -525,7 +525,7 @@ def _marquez_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
     lines = [
         f"Marquez's paths, tier {tier}, the same server: milliseconds per request over {rows[0]['runs']} "
         "requests after one untimed one (`depth` of `/lineage` in job layers, as Marquez counts it; the web "
-        "UI asks depth 2, the API's default is 20).",
+        "UI asks depth 2).",
         "",
         "| question | node | items answered | bytes | p50 ms | p95 ms | max ms |",
         "| --- | --- | --- | --- | --- | --- | --- |",
