@@ -89,8 +89,10 @@ def _store() -> IndexedStore:
     )
     strings = {c: pa.array([], pa.string()) for c in ("run_id", "dataset_id", "direction")}
     empty = {
-        "jobs": pa.table({"job_namespace": pa.array([], pa.string()), "job_name": pa.array([], pa.string())}),
+        "jobs": pa.table({"job_namespace": ["etl"], "job_name": ["stream"]}),
         "run_io": pa.table({**strings, "first_seen": pa.array([], TS)}),
+        # read for the run's job version (lineage.query.versions): no job or dataset rows here
+        "datasets": pa.table({c: pa.array([], pa.string()) for c in ("dataset_id", "namespace", "name")}),
     }
     return IndexedStore(Settings(), {"runs": pa.Table.from_pylist(rows, schema=schema), **empty})
 
