@@ -471,8 +471,6 @@ def test_new_runs_of_known_column_lineage_leave_the_paths_as_they_are(
     assert_same_tables(incremental, frozen(spark, own_lake))
 
 
-# Five ingest + incremental + full-refresh rounds: minutes on this machine; make test-all runs it.
-@pytest.mark.slow
 def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_job_moves(
     spark: SparkSession, own_lake: Settings
 ) -> None:
