@@ -145,34 +145,34 @@ SQL_QUESTIONS = (
 )
 
 
+def measure_command(ctx: QueryContext, command: list[str], label: str) -> tuple[Any, float, dict[str, Any]]:
+    """Run ``command`` (printing JSON) once untimed, then ``ctx.runs`` times measured (logs
+    ``<label>-<i>.log``): its parsed answer, the untimed run's seconds, and :func:`spread` of the measured
+    wall times with their peak memory."""
+    started = time.monotonic()
+    check = subprocess.run(command, env=ctx.env, capture_output=True, text=True, check=False)
+    first_s = time.monotonic() - started
+    if check.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited {check.returncode}: {check.stderr.strip()[-2000:]}")
+    answer = json.loads(check.stdout)
+    walls, peaks = [], []
+    for i in range(1, ctx.runs + 1):
+        done = ctx.run_measured(command, log=ctx.work_dir / f"{label}-{i}.log", env=ctx.env)
+        if done.returncode != 0:
+            raise RuntimeError(f"{label}-{i} exited {done.returncode}; log {done.log}")
+        walls.append(done.wall_s)
+        peaks.append(done.peak_rss_mib)
+    return answer, first_s, {**spread(walls), "peak_mib": round(max(peaks), 1)}
+
+
 def run_sql(ctx: QueryContext) -> list[dict[str, Any]]:
     """Each of :data:`SQL_QUESTIONS` through ``lineage sql --format json``: rows answered, wall seconds."""
     script = Path(ctx.python[0]).parent / "lineage"
     rows: list[dict[str, Any]] = []
     for label, query in SQL_QUESTIONS:
         command = [str(script), "sql", "--format", "json", query]
-        check = subprocess.run(command, env=ctx.env, capture_output=True, text=True, check=False)
-        if check.returncode != 0:
-            raise RuntimeError(
-                f"lineage sql ({label}) exited {check.returncode}: {check.stderr.strip()[-2000:]}"
-            )
-        answered = len(json.loads(check.stdout))
-        walls, peaks = [], []
-        for i in range(1, ctx.runs + 1):
-            done = ctx.run_measured(command, log=ctx.work_dir / f"sql-{len(rows)}-{i}.log", env=ctx.env)
-            if done.returncode != 0:
-                raise RuntimeError(f"lineage sql ({label}) exited {done.returncode}; log {done.log}")
-            walls.append(done.wall_s)
-            peaks.append(done.peak_rss_mib)
-        rows.append(
-            {
-                "query": label,
-                "sql": query,
-                "rows": answered,
-                **spread(walls),
-                "peak_mib": round(max(peaks), 1),
-            }
-        )
+        answer, _first_s, timed = measure_command(ctx, command, f"sql-{len(rows)}")
+        rows.append({"query": label, "sql": query, "rows": len(answer), **timed})
     return rows
 
 
@@ -185,22 +185,7 @@ def run_queries(ctx: QueryContext) -> dict[str, Any]:
         for direction in DIRECTIONS:
             for depth in DEPTHS:
                 command = _command(ctx, direction, _name(dataset), depth)
-                started = time.monotonic()
-                check = subprocess.run(command, env=ctx.env, capture_output=True, text=True, check=False)
-                first_s = time.monotonic() - started
-                if check.returncode != 0:
-                    raise RuntimeError(
-                        f"{' '.join(command)} exited {check.returncode}: {check.stderr.strip()[-2000:]}"
-                    )
-                answer = json.loads(check.stdout)
-                walls, peaks = [], []
-                for i in range(1, ctx.runs + 1):
-                    label = f"{direction}-{which}-d{depth}-{i}"
-                    done = ctx.run_measured(command, log=ctx.work_dir / f"{label}.log", env=ctx.env)
-                    if done.returncode != 0:
-                        raise RuntimeError(f"{label} exited {done.returncode}; log {done.log}")
-                    walls.append(done.wall_s)
-                    peaks.append(done.peak_rss_mib)
+                answer, first_s, timed = measure_command(ctx, command, f"{direction}-{which}-d{depth}")
                 rows.append(
                     {
                         "query": direction,
@@ -210,8 +195,7 @@ def run_queries(ctx: QueryContext) -> dict[str, Any]:
                         "nodes": len(answer.get("nodes", [])),
                         "edges": len(answer.get("edges", [])),
                         "first_s": round(first_s, 3),
-                        **spread(walls),
-                        "peak_mib": round(max(peaks), 1),
+                        **timed,
                     }
                 )
     every = [r["p95_s"] for r in rows]

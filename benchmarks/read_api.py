@@ -64,6 +64,22 @@ def wait_ready(
     raise TimeoutError(f"the read index was not loaded within {timeout_s:.0f} s")
 
 
+def timed_get(conn: http.client.HTTPConnection, path: str, runs: int) -> tuple[bytes, dict[str, Any]]:
+    """``GET path`` once untimed (it must answer 200; its body is returned), then ``runs`` timed times:
+    the body and :func:`spread` of the timed requests."""
+    status, body = _get(conn, path)
+    if status != 200:
+        raise RuntimeError(f"GET {path} answered {status}: {body[:500]!r}")
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        status, _body = _get(conn, path)
+        seconds.append(time.perf_counter() - started)
+        if status != 200:
+            raise RuntimeError(f"GET {path} answered {status}")
+    return body, spread(seconds, digits=6)
+
+
 def measure_questions(port: int, questions: list[tuple[str, str, int]], runs: int) -> list[dict[str, Any]]:
     """``(direction, node, depth)`` -> one row each: nodes and edges answered, warm p50/p95 in ms."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -71,18 +87,8 @@ def measure_questions(port: int, questions: list[tuple[str, str, int]], runs: in
     try:
         for direction, node, depth in questions:
             path = f"/api/v2/{direction}?" + urllib.parse.urlencode({"node": node, "depth": depth})
-            status, body = _get(conn, path)
-            if status != 200:
-                raise RuntimeError(f"GET {path} answered {status}: {body[:500]!r}")
+            body, timed = timed_get(conn, path, runs)
             answer = json.loads(body)
-            seconds = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                status, _body = _get(conn, path)
-                seconds.append(time.perf_counter() - started)
-                if status != 200:
-                    raise RuntimeError(f"GET {path} answered {status}")
-            timed = spread(seconds, digits=6)
             rows.append(
                 {
                     "query": direction,
@@ -138,19 +144,9 @@ def measure_paths(port: int, paths: list[tuple[str, str, str]], runs: int) -> li
     rows = []
     try:
         for label, node, path in paths:
-            status, body = _get(conn, path)
-            if status != 200:
-                raise RuntimeError(f"GET {path} answered {status}: {body[:500]!r}")
+            body, timed = timed_get(conn, path, runs)
             answer = json.loads(body)
             items: list[Any] = next((answer[k] for k in ("graph", "results", "jobs") if k in answer), [])
-            seconds = []
-            for _ in range(runs):
-                started = time.perf_counter()
-                status, _body = _get(conn, path)
-                seconds.append(time.perf_counter() - started)
-                if status != 200:
-                    raise RuntimeError(f"GET {path} answered {status}")
-            timed = spread(seconds, digits=6)
             rows.append(
                 {
                     "query": label,
