@@ -3,8 +3,6 @@ temporary folder, written through pyiceberg (no Spark)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
 
@@ -18,22 +16,15 @@ from lineage.batch.build import (
     up_to_date,
 )
 from lineage.io.catalog import open_catalog
-from lineage.settings import Settings, load_settings
+from lineage.settings import Settings
 
 RAW = pa.schema([pa.field("event_json", pa.string())])
 STATE = pa.schema([pa.field("mode", pa.string())])
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    (tmp_path / "warehouse").mkdir()
-    return load_settings(
-        catalog={
-            "sqlite_path": str(tmp_path / "catalog.db"),
-            "warehouse": str(tmp_path / "warehouse"),
-            "properties": {},
-        }
-    )
+def settings(empty_catalog: Settings) -> Settings:
+    return empty_catalog
 
 
 def _append_raw(settings: Settings) -> int:

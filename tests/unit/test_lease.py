@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -24,22 +23,15 @@ from lineage.io.lease import (
     process_identity,
     writer_lease,
 )
-from lineage.settings import Settings, load_settings
+from lineage.settings import Settings
 
 T0 = datetime(2026, 11, 26, 3, 0, tzinfo=UTC)
 TTL = timedelta(minutes=30)
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    (tmp_path / "warehouse").mkdir()
-    return load_settings(
-        catalog={
-            "sqlite_path": str(tmp_path / "catalog.db"),
-            "warehouse": str(tmp_path / "warehouse"),
-            "properties": {},
-        }
-    )
+def settings(empty_catalog: Settings) -> Settings:
+    return empty_catalog
 
 
 def _lease(settings: Settings, job: str, at: list[datetime]) -> Lease:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -14,22 +13,15 @@ import pytest
 from lineage.io.catalog import open_catalog
 from lineage.query.pin import MODE_PROPERTY
 from lineage.query.store import LineageStore
-from lineage.settings import Settings, load_settings
+from lineage.settings import Settings
 
 STATE = pa.schema([pa.field("mode", pa.string()), pa.field("built_at", pa.timestamp("us", tz="UTC"))])
 DATASETS = pa.schema([pa.field("dataset_id", pa.string())])
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    (tmp_path / "warehouse").mkdir()
-    return load_settings(
-        catalog={
-            "sqlite_path": str(tmp_path / "catalog.db"),
-            "warehouse": str(tmp_path / "warehouse"),
-            "properties": {},
-        }
-    )
+def settings(empty_catalog: Settings) -> Settings:
+    return empty_catalog
 
 
 def _table(settings: Settings, name: str, schema: pa.Schema) -> object:
