@@ -444,9 +444,8 @@ def dataset_json(store: IndexedStore, node: Node) -> dict[str, Any]:
     aliases = sorted(
         (
             {"namespace": a["alias_namespace"], "name": a["alias_name"], "kind": a["alias_kind"]}
-            for a in store.aliases
-            if a["dataset_id"] == node.dataset_id
-            and (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
+            for a in store.aliases_of.get(node.dataset_id or "", [])
+            if (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
         ),
         key=lambda a: (a["namespace"], a["name"]),
     )
