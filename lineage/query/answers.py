@@ -155,13 +155,28 @@ def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any
 
 
 def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) -> dict[str, Any]:
+    """The impact's JSON; the root and every dataset reached carry their own health (state and problems:
+    :meth:`lineage.query.health.HealthQueries.own_health`), so what a failure reaches is one answer."""
     store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
     ordered = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label))
+    health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
+    root_health = health.get(walk.root.dataset_id or "")
     return {
-        "root": {**node_json(store, walk.root), "field": field_name},
+        "root": {
+            **node_json(store, walk.root),
+            "field": field_name,
+            "health": root_health.state if root_health else None,
+            "problems": root_health.problems if root_health else [],
+        },
         "depth": walk.depth,
         "datasets": [
-            {"dataset": n.label, "id": n.id, "hops": h}
+            {
+                "dataset": n.label,
+                "id": n.id,
+                "hops": h,
+                "health": health[n.dataset_id or ""].state,
+                "problems": health[n.dataset_id or ""].problems,
+            }
             for n, h in ordered
             if n.kind == DATASET and n != walk.root
         ],

@@ -11,18 +11,22 @@ the gaps, which ``run_io`` already keeps).
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, JOB, UPSTREAM, Node, Traversal
 from lineage.query.tables import expressions
 from lineage.query.walks import Walks
+
+if TYPE_CHECKING:
+    from lineage.query.store import LineageStore
 
 # A dataset's (or a job's) own state, worst first.
 FAILING, LATE, OK, UNKNOWN = "failing", "late", "ok", "unknown"
@@ -128,7 +132,9 @@ class HealthQueries(Walks):
             if held is None or rank > (_utc(held["checked_at"]), held["success"] is False, held["run_id"]):
                 latest[key] = row
         out: dict[str, list[dict[str, Any]]] = {}
-        for (ds_id, _, _), row in sorted(latest.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2])):
+        for (ds_id, _, _), row in sorted(
+            latest.items(), key=lambda item: (item[0][0], item[0][1] or "", item[0][2])
+        ):
             out.setdefault(ds_id, []).append(row)
         return out
 
@@ -189,7 +195,9 @@ class HealthQueries(Walks):
             state = UNKNOWN
         return OwnHealth(state, problems, freshness, shown)
 
-    def _freshness(self, successes: list[tuple[datetime, dict[str, Any]]], at: datetime) -> dict[str, Any] | None:
+    def _freshness(
+        self, successes: list[tuple[datetime, dict[str, Any]]], at: datetime
+    ) -> dict[str, Any] | None:
         """The expected interval between successful writes (median gap; from the runs' nominal start times
         when every one has one, else from when they wrote) and whether the last one is older than
         ``late_multiplier`` intervals. None with fewer than ``min_writes`` successful writes."""
@@ -206,7 +214,7 @@ class HealthQueries(Walks):
         out: dict[str, Any] = {"last_success": _iso(last), "successful_writes": len(successes)}
         if len(times) < health.min_writes:
             return {**out, "expected_interval_seconds": None, "late_after": None, "late": False}
-        gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:], strict=False)]
+        gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
         expected = statistics.median(gaps)
         late_after = last + timedelta(seconds=expected * health.late_multiplier)
         return {
@@ -277,7 +285,7 @@ def worst(states: Iterable[str]) -> str:
     return next((s for s in STATE_ORDER if s in found), UNKNOWN)
 
 
-def health_of(store: HealthQueries, target: str, now: datetime | None = None) -> dict[str, Any]:
+def health_of(store: LineageStore, target: str, now: datetime | None = None) -> dict[str, Any]:
     """A node's own health and every upstream cause that reaches it, as ``lineage health --json``.
 
     A cause is an upstream dataset whose own state is failing or late, or an upstream job whose last run
@@ -290,7 +298,7 @@ def health_of(store: HealthQueries, target: str, now: datetime | None = None) ->
     own = store.own_health((n.dataset_id or "" for n in datasets), at)
     jobs = store.jobs_health((n for n in walk.hops if n.kind == JOB), at)
     paths = upstream_paths(walk)
-    causes = []
+    causes: list[dict[str, Any]] = []
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         if node == root or node not in paths:
             continue
@@ -313,6 +321,6 @@ def health_of(store: HealthQueries, target: str, now: datetime | None = None) ->
         "node": {"id": root.id, "kind": root.kind, "label": root.label},
         "as_of": _iso(at),
         **mine.json(),
-        "upstream": worst(c["state"] for c in causes) if causes else OK,
+        "upstream": worst(str(c["state"]) for c in causes) if causes else OK,
         "causes": causes,
     }

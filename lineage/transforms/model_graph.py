@@ -77,16 +77,20 @@ def quality_results(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     """
     reported = (
         canonical_mentions(mentions, aliases)
-        .where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull() & F.col("assertions").isNotNull())
+        .where(
+            (F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull() & F.col("assertions").isNotNull()
+        )
         .select("run_id", *JOB, "dataset_id", "event_time", "event_hash", F.explode("assertions").alias("a"))
     )
     # Latest event first, then a failure (False sorts before True, so ``~success`` puts it last = max).
     order = F.struct("event_time", "event_hash", ~F.coalesce(F.col("a.success"), F.lit(True)))
-    folded = reported.groupBy("run_id", "dataset_id", F.col("a.column").alias("column_name"), "a.assertion").agg(
+    folded = reported.groupBy(
+        "run_id", "dataset_id", F.col("a.column").alias("column_name"), "a.assertion"
+    ).agg(
         F.max_by(F.struct(*JOB), latest_key()).alias("_job"),
-        F.max_by(F.struct(F.col("a.success").alias("success"), F.col("a.problem").alias("problem")), order).alias(
-            "_result"
-        ),
+        F.max_by(
+            F.struct(F.col("a.success").alias("success"), F.col("a.problem").alias("problem")), order
+        ).alias("_result"),
         F.max("event_time").alias("checked_at"),
     )
     return folded.select(

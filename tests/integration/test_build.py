@@ -423,7 +423,9 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
         rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
         assert all(r["dataset_id"] != gone for r in rows), name
     quality = catalog.load_table("lineage.quality_results").scan().to_arrow().to_pylist()
-    assert {(r["run_id"], r["dataset_id"], r["column_name"], r["assertion"], r["success"]) for r in quality} == {
+    assert {
+        (r["run_id"], r["dataset_id"], r["column_name"], r["assertion"], r["success"]) for r in quality
+    } == {
         (run_id(12), ids[HIVE_ORDERS], "price", "not_null", False),  # moved to the merged dataset
         (run_id(12), ids[HIVE_ORDERS], "price", "unique", True),
         (run_id(3), ids[REPORT], None, "row_count", False),  # the COMPLETE's report wins over the START's

@@ -10,14 +10,19 @@ raw --load--> clean --agg--> report <--agg-- side <--side_feed--
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from click.testing import CliRunner
 
+from lineage.cli.main import Context, cli
+from lineage.query.answers import impact_of
 from lineage.query.errors import LookupError_
 from lineage.query.health import FAILING, LATE, OK, UNKNOWN, health_of
+from lineage.query.model import COLUMN_EDGE_KEY
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings
 
@@ -41,12 +46,16 @@ def _table(rows: list[dict[str, Any]], fields: list[tuple[str, Any]]) -> pa.Tabl
 
 RUN_FIELDS = [
     ("run_id", S), ("job_namespace", S), ("job_name", S), ("reported_state", S), ("inferred_state", S),
-    ("started_at", TS), ("last_event_at", TS), ("lost_after", TS), ("ended_at", TS), ("nominal_start_time", TS),
-    ("error_message", S),
+    ("started_at", TS), ("last_event_at", TS), ("lost_after", TS), ("ended_at", TS),
+    ("nominal_start_time", TS), ("error_message", S),
 ]  # fmt: skip
 IO_FIELDS = [
     ("run_id", S), ("job_namespace", S), ("job_name", S), ("dataset_id", S), ("direction", S),
     ("first_seen", TS), ("last_seen", TS), ("lifecycle_states", pa.list_(S)),
+]  # fmt: skip
+COLUMN_EDGE_EXTRA = [
+    ("transformations", pa.list_(pa.struct([("type", S)]))), ("subtypes", pa.list_(S)),
+    ("is_direct", pa.bool_()), ("first_seen", TS),
 ]  # fmt: skip
 QUALITY_FIELDS = [
     ("run_id", S), ("job_namespace", S), ("job_name", S), ("dataset_id", S), ("column_name", S),
@@ -76,7 +85,10 @@ def store(
         [("dataset_id", S), ("namespace", S), ("name", S)],
     )
     aliases = _table(
-        [{"alias_namespace": "s3://lake", "alias_name": d, "dataset_id": d, "alias_kind": "name"} for d in names],
+        [
+            {"alias_namespace": "s3://lake", "alias_name": d, "dataset_id": d, "alias_kind": "name"}
+            for d in names
+        ],
         [("alias_namespace", S), ("alias_name", S), ("dataset_id", S), ("alias_kind", S)],
     )
     jobs = _table(
@@ -95,7 +107,10 @@ def store(
         ("side_feed", "side", "output"),
     ]
     job_edges = _table(
-        [{"job_namespace": NS, "job_name": j, "dataset_id": d, "direction": k, "first_seen": ago(100)} for j, d, k in edges],
+        [
+            {"job_namespace": NS, "job_name": j, "dataset_id": d, "direction": k, "first_seen": ago(100)}
+            for j, d, k in edges
+        ],
         [("job_namespace", S), ("job_name", S), ("dataset_id", S), ("direction", S), ("first_seen", TS)],
     )
     last: dict[str, dict[str, Any]] = {}
@@ -103,7 +118,12 @@ def store(
         last[r["job_name"]] = r
     summary = _table(
         [
-            {"job_namespace": NS, "job_name": j, "last_run_state": r["inferred_state"], "last_run_id": r["run_id"]}
+            {
+                "job_namespace": NS,
+                "job_name": j,
+                "last_run_state": r["inferred_state"],
+                "last_run_id": r["run_id"],
+            }
             for j, r in last.items()
         ],
         [("job_namespace", S), ("job_name", S), ("last_run_state", S), ("last_run_id", S)],
@@ -127,14 +147,18 @@ def store(
         "runs": _table(runs, RUN_FIELDS),
         "run_io": run_io,
         "quality_results": _table(quality, QUALITY_FIELDS),
+        "column_edges": _table([], [(c, S) for c in COLUMN_EDGE_KEY] + COLUMN_EDGE_EXTRA),
     }
     return IndexedStore(Settings(), tables)
 
 
-def check(n: int, dataset: str, column: str | None, assertion: str, success: bool | None, hours_ago: float) -> dict:
+def check(
+    n: int, dataset: str, column: str | None, assertion: str, success: bool | None, hours_ago: float
+) -> dict:
     return {
-        "run_id": rid(n), "job_namespace": NS, "job_name": "agg", "dataset_id": dataset, "column_name": column,
-        "assertion": assertion, "success": success, "checked_at": ago(hours_ago), "problem": None,
+        "run_id": rid(n), "job_namespace": NS, "job_name": "agg", "dataset_id": dataset,
+        "column_name": column, "assertion": assertion, "success": success, "checked_at": ago(hours_ago),
+        "problem": None,
     }  # fmt: skip
 
 
@@ -169,7 +193,12 @@ def test_each_dataset_has_its_own_state() -> None:
         "report": FAILING,
     }
     [failed] = own["clean"].problems
-    assert (failed["kind"], failed["state"], failed["run_id"], failed["error"]) == ("last_write", "FAIL", rid(4), "boom")
+    assert (failed["kind"], failed["state"], failed["run_id"], failed["error"]) == (
+        "last_write",
+        "FAIL",
+        rid(4),
+        "boom",
+    )
     [late] = own["side"].problems
     assert late["kind"] == "late" and late["expected_interval_seconds"] == 3600
     assert late["late_after"] == ago(8).isoformat()
@@ -180,7 +209,10 @@ def test_each_dataset_has_its_own_state() -> None:
         "id",
         rid(9),
     )
-    assert [(a["assertion"], a["success"]) for a in own["report"].assertions] == [("not_null", False), ("unique", True)]
+    assert [(a["assertion"], a["success"]) for a in own["report"].assertions] == [
+        ("not_null", False),
+        ("unique", True),
+    ]
 
 
 def test_freshness_needs_enough_successful_writes() -> None:
@@ -189,7 +221,9 @@ def test_freshness_needs_enough_successful_writes() -> None:
     s = picture()
     fresh = s.own_health(["clean"], NOW)["clean"].freshness
     assert fresh is not None and fresh["expected_interval_seconds"] == 86400 and fresh["late"] is False
-    assert s.own_health(["clean"], ago(24) + timedelta(hours=48, seconds=1))["clean"].freshness["late"] is True
+    assert (
+        s.own_health(["clean"], ago(24) + timedelta(hours=48, seconds=1))["clean"].freshness["late"] is True
+    )
     s.settings = Settings(health={"min_writes": 4})
     fresh = s.own_health(["clean"], NOW + timedelta(days=30))["clean"].freshness
     assert fresh is not None and fresh["expected_interval_seconds"] is None and fresh["late"] is False
@@ -228,11 +262,23 @@ def test_an_unreadable_assertion_is_shown_and_fails_nothing() -> None:
 
 def test_health_of_a_dataset_gives_every_upstream_cause_with_its_path() -> None:
     answer = health_of(picture(), "s3://lake/report", NOW)
-    assert (answer["node"]["id"], answer["state"], answer["upstream"]) == ("dataset:s3://lake/report", FAILING, FAILING)
+    assert (answer["node"]["id"], answer["state"], answer["upstream"]) == (
+        "dataset:s3://lake/report",
+        FAILING,
+        FAILING,
+    )
     causes = {c["id"]: (c["state"], c["hops"], c["path"]) for c in answer["causes"]}
     assert causes == {
-        "dataset:s3://lake/clean": (FAILING, 2, ["dataset:s3://lake/clean", "job:etl/agg", "dataset:s3://lake/report"]),
-        "dataset:s3://lake/side": (LATE, 2, ["dataset:s3://lake/side", "job:etl/agg", "dataset:s3://lake/report"]),
+        "dataset:s3://lake/clean": (
+            FAILING,
+            2,
+            ["dataset:s3://lake/clean", "job:etl/agg", "dataset:s3://lake/report"],
+        ),
+        "dataset:s3://lake/side": (
+            LATE,
+            2,
+            ["dataset:s3://lake/side", "job:etl/agg", "dataset:s3://lake/report"],
+        ),
         "job:etl/load": (
             FAILING,
             3,
@@ -252,3 +298,28 @@ def test_health_of_a_job_is_its_last_run_and_its_upstream() -> None:
 def test_an_unknown_node_is_one_clear_error() -> None:
     with pytest.raises(LookupError_):
         health_of(picture(), "s3://lake/nowhere", NOW)
+
+
+def test_impact_carries_the_health_of_the_root_and_of_what_it_reaches() -> None:
+    data = impact_of(picture(), "s3://lake/clean", None, None)
+    assert (data["root"]["health"], data["root"]["problems"][0]["kind"]) == (FAILING, "last_write")
+    assert [(d["dataset"], d["health"]) for d in data["datasets"]] == [("s3://lake/report", FAILING)]
+    assert data["datasets"][0]["problems"][0]["assertion"] == "not_null"
+
+
+def test_the_health_command_prints_the_causes_and_their_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = picture()
+    monkeypatch.setattr(Context, "store", property(lambda _self: s))
+    text = CliRunner().invoke(cli, ["health", "s3://lake/report"])
+    assert text.exit_code == 0, text.output
+    assert "health of dataset s3://lake/report" in text.output and ": failing" in text.output
+    assert "not_null(id) failed" in text.output
+    assert "job:etl/load -> dataset:s3://lake/clean -> job:etl/agg -> dataset:s3://lake/report" in text.output
+    assert "last write FAIL" in text.output
+    as_json = CliRunner().invoke(cli, ["health", "s3://lake/report", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert {c["id"] for c in json.loads(as_json.output)["causes"]} == {
+        "dataset:s3://lake/clean",
+        "dataset:s3://lake/side",
+        "job:etl/load",
+    }

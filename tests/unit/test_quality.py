@@ -92,7 +92,12 @@ def test_the_facet_is_also_read_among_the_dataset_facets(spark: SparkSession) ->
             False,
             "assertion without a name",
         ),
-        ({"assertions": [{"assertion": "unique", "success": "maybe"}]}, "unique", None, "success is not true or false"),
+        (
+            {"assertions": [{"assertion": "unique", "success": "maybe"}]},
+            "unique",
+            None,
+            "success is not true or false",
+        ),
         ({"assertions": {"unique": True}}, '{"assertions":{"unique":true}}', None, "no assertions array"),
     ],
 )
