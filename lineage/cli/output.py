@@ -10,6 +10,7 @@ from typing import Any
 import click
 import orjson
 
+from lineage.query.answers import problem_words
 from lineage.query.nodes import DATASET, Traversal
 from lineage.query.store import LineageStore
 from lineage.query.text import escape_unsafe, iso, transformation_label
@@ -148,17 +149,8 @@ def print_impact(data: dict[str, Any]) -> None:
 
 
 def problem_text(problems: Sequence[dict[str, Any]]) -> str:
-    """Problems of a node's own health in a few words each: ``last write FAIL``, ``not_null(id) failed``,
-    ``late since 2026-...``."""
-    words = []
-    for p in problems:
-        if p["kind"] in ("last_write", "last_run"):
-            words.append(f"{p['kind'].replace('_', ' ')} {p['state']}")
-        elif p["kind"] == "assertion":
-            words.append(f"{p['assertion']}({p['column'] or '*'}) failed")
-        elif p["kind"] == "late":
-            words.append(f"late since {p['late_after']}")
-    return "; ".join(words)
+    """Problems of a node's own health, a few words each (:func:`lineage.query.answers.problem_words`)."""
+    return "; ".join(problem_words(p) for p in problems)
 
 
 def print_health(data: dict[str, Any]) -> None:

@@ -188,6 +188,19 @@ def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) ->
     }
 
 
+def problem_words(problem: dict[str, Any]) -> str:
+    """One problem of a node's own health (:mod:`lineage.query.health`) in a few words: ``last write
+    FAIL``, ``not_null(id) failed``, ``late since 2026-...``."""
+    kind = problem["kind"]
+    if kind in ("last_write", "last_run"):
+        return f"{kind.replace('_', ' ')} {problem['state']}"
+    if kind == "assertion":
+        return f"{problem['assertion']}({problem['column'] or '*'}) failed"
+    if kind == "late":
+        return f"late since {problem['late_after']}"
+    return str(kind)
+
+
 RUN_FIELDS = (
     "run_id",
     "job_namespace",
@@ -245,8 +258,9 @@ def run_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
-    """The renderer's input (see lineage.graph.render)."""
+    """The renderer's input (see lineage.graph.render); a dataset carries its own ``health``."""
     nodes = []
+    health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         entry: dict[str, Any] = {
             "id": node.id,
@@ -273,6 +287,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 "processing": job.get("processing_type"),
             }
         else:
+            own = health.get(node.dataset_id or "")
+            entry["health"] = own.state if own else None
             row = store.datasets.get(node.dataset_id or "", {})
             entry["fields"] = [
                 {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
@@ -286,6 +302,7 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 ),
                 "first seen": iso(row.get("first_seen")),
                 "last seen": iso(row.get("last_seen")),
+                "problems": [problem_words(p) for p in own.problems] if own else [],
             }
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)

@@ -19,16 +19,18 @@ import pytest
 from click.testing import CliRunner
 
 from lineage.cli.main import Context, cli
-from lineage.query.answers import impact_of
+from lineage.query.answers import graph_dict, impact_of
 from lineage.query.errors import LookupError_
 from lineage.query.health import FAILING, LATE, OK, UNKNOWN, health_of
 from lineage.query.model import COLUMN_EDGE_KEY
+from lineage.query.nodes import UPSTREAM
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TS = pa.timestamp("us", tz="UTC")
 S = pa.string()
+N = pa.int64()
 NS = "etl"
 
 
@@ -126,7 +128,10 @@ def store(
             }
             for j, r in last.items()
         ],
-        [("job_namespace", S), ("job_name", S), ("last_run_state", S), ("last_run_id", S)],
+        [
+            *[(c, S) for c in ("job_namespace", "job_name", "last_run_state", "last_run_id")],
+            *[("last_run_reported_state", S), ("run_count", N), ("lost_runs", N), ("failed_runs", N)],
+        ],
     )
     by_id = {r["run_id"]: r for r in runs}
     run_io = _table(
@@ -323,3 +328,17 @@ def test_the_health_command_prints_the_causes_and_their_paths(monkeypatch: pytes
         "dataset:s3://lake/side",
         "job:etl/load",
     }
+
+
+def test_the_graph_input_gives_each_dataset_its_health() -> None:
+    s = picture()
+    walk = s.traverse(s.resolve("s3://lake/report"), UPSTREAM, None)
+    nodes = {n["id"]: n for n in graph_dict(s, walk)["nodes"]}
+    assert {i: n["health"] for i, n in nodes.items() if n["kind"] == "dataset"} == {
+        "dataset:s3://lake/raw": UNKNOWN,
+        "dataset:s3://lake/clean": FAILING,
+        "dataset:s3://lake/side": LATE,
+        "dataset:s3://lake/report": FAILING,
+    }
+    assert nodes["dataset:s3://lake/clean"]["details"]["problems"][0] == "last write FAIL"  # judged as of now
+    assert "health" not in nodes["job:etl/load"]
