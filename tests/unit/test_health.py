@@ -10,8 +10,10 @@ raw --load--> clean --agg--> report <--agg-- side <--side_feed--
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +28,8 @@ from lineage.query.model import COLUMN_EDGE_KEY
 from lineage.query.nodes import UPSTREAM
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings
+from tests.unit.test_read_http import _ask
+from tests.unit.test_read_http import settings as http_settings
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TS = pa.timestamp("us", tz="UTC")
@@ -342,3 +346,21 @@ def test_the_graph_input_gives_each_dataset_its_health() -> None:
     }
     assert nodes["dataset:s3://lake/clean"]["details"]["problems"][0] == "last write FAIL"  # judged as of now
     assert "health" not in nodes["job:etl/load"]
+
+
+def test_the_read_api_answers_health_as_the_cli(tmp_path: Path) -> None:
+    s = picture()
+    [(status, answer), (missing, error)] = asyncio.run(
+        _ask(
+            http_settings(tmp_path),
+            s,
+            ("/api/v2/health?node=s3://lake/report", {}),
+            ("/api/v2/health?node=s3://lake/nowhere", {}),
+        )
+    )
+    assert status == 200 and answer["state"] == FAILING
+    cli_answer = health_of(s, "s3://lake/report")  # as of now too: the same causes and paths
+    assert [(c["id"], c["path"]) for c in answer["causes"]] == [
+        (c["id"], c["path"]) for c in cli_answer["causes"]
+    ]
+    assert missing == 404 and "nowhere" in json.dumps(error)
