@@ -565,16 +565,29 @@ def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_j
     assert result.running_revisited == 3
     assert after["stream-soon"]["inferred_state"] == "RUNNING"  # its deadline is at(10_000) now
 
-    # A lake whose runs an earlier version built (silent_seconds, no deadline): its next build is a full
-    # recompute from the extracted form, which gives the table this version's shape.
-    runs_table = own_lake.catalog.table(own_lake.catalog.lineage_namespace, "runs")
+    # A lake an earlier version built: runs with silent_seconds and no deadline, mentions extracted without
+    # the data-quality assertions, no quality_results. Its next build parses every raw event again (the
+    # extracted form lacks a column this version extracts) and recomputes everything: this version's shapes.
+    lineage_ns = own_lake.catalog.lineage_namespace
+    runs_table = own_lake.catalog.table(lineage_ns, "runs")
     spark.sql(f"ALTER TABLE {runs_table} DROP COLUMN lost_after")
     spark.sql(f"ALTER TABLE {runs_table} ADD COLUMN silent_seconds double")
-    send(wider, [json.dumps(run_event("COMPLETE", at(1700), run_id(7), ("lab", "batch"))).encode()])
+    spark.sql(f"ALTER TABLE {own_lake.catalog.table(lineage_ns, 'dataset_mentions')} DROP COLUMN assertions")
+    spark.sql(f"DROP TABLE {own_lake.catalog.table(lineage_ns, 'quality_results')}")
+    checked = dataset("s3://wh", "checked")
+    checked["inputFacets"] = {
+        "dataQualityAssertions": {"assertions": [{"assertion": "unique", "success": False}]}
+    }
+    send(
+        wider,
+        [json.dumps(run_event("COMPLETE", at(1700), run_id(7), ("lab", "batch"), inputs=[checked])).encode()],
+    )
     run_ingest(spark, wider, trigger="availableNow")
-    assert build_lineage(spark, wider, now=at(1800)).mode == "full"
+    assert build_lineage(spark, wider, now=at(1800)).mode == "re-extract"
     upgraded = table(spark, wider, "runs").columns
     assert "lost_after" in upgraded and "silent_seconds" not in upgraded
+    quality = table(spark, wider, "quality_results").collect()
+    assert [(r.run_id, r.assertion, r.success) for r in quality] == [(run_id(7), "unique", False)]
 
 
 def _build_env(settings: Settings, **env: str) -> dict[str, str]:
