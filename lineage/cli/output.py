@@ -144,8 +144,11 @@ def print_impact(data: dict[str, Any]) -> None:
     jobs = [(j["hops"], j["label"], j.get("state")) for j in data["jobs"]]
     table(["hops", "job", "state"], jobs, indent="  ")
     echo(f"columns ({len(data['columns'])})")
-    columns = [(c["jobs"], f"{c['dataset']}.{c['field']}") for c in data["columns"]]
-    table(["jobs", "column"], columns, indent="  ")
+    columns = [
+        (c["jobs"], f"{c['dataset']}.{c['field']}", ", ".join(c.get("failing") or []))
+        for c in data["columns"]
+    ]
+    table(["jobs", "column", "failing assertions"], columns, indent="  ")
 
 
 def problem_text(problems: Sequence[dict[str, Any]]) -> str:

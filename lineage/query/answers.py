@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from lineage.query.errors import LookupError_
+from lineage.query.health import OwnHealth
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
 from lineage.query.store import LineageStore
@@ -182,10 +183,22 @@ def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) ->
         ],
         "jobs": [{**node_json(store, n), "hops": h} for n, h in ordered if n.kind == JOB],
         "columns": [
-            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
+            {
+                "dataset": f.dataset.label,
+                "field": f.field,
+                "jobs": hops,
+                "failing": failing_assertions(health.get(f.dataset.dataset_id or ""), f.field),
+            }
             for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
         ],
     }
+
+
+def failing_assertions(health: OwnHealth | None, field: str) -> list[str]:
+    """The assertions on one column whose latest result is false (from a dataset's own health)."""
+    if health is None:
+        return []
+    return sorted(a["assertion"] for a in health.assertions if a["column"] == field and a["success"] is False)
 
 
 def problem_words(problem: dict[str, Any]) -> str:

@@ -316,6 +316,21 @@ def test_impact_carries_the_health_of_the_root_and_of_what_it_reaches() -> None:
     assert data["datasets"][0]["problems"][0]["assertion"] == "not_null"
 
 
+def test_impact_of_a_column_names_the_failing_assertions_of_the_columns_it_reaches() -> None:
+    s = picture()
+    s._tables["column_edges"] = _table(
+        [
+            {"source_dataset_id": "clean", "source_field": "key", "target_dataset_id": "report",
+             "target_field": field, "job_namespace": NS, "job_name": "agg", "transformations": [],
+             "subtypes": [], "is_direct": True, "first_seen": ago(100)}
+            for field in ("id", "total")
+        ],
+        [(c, S) for c in COLUMN_EDGE_KEY] + COLUMN_EDGE_EXTRA,
+    )  # fmt: skip
+    data = impact_of(s, "s3://lake/clean.key", None, None)
+    assert [(c["field"], c["failing"]) for c in data["columns"]] == [("id", ["not_null"]), ("total", [])]
+
+
 def test_the_health_command_prints_the_causes_and_their_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     s = picture()
     monkeypatch.setattr(Context, "store", property(lambda _self: s))
