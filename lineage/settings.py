@@ -292,6 +292,15 @@ class BuildSettings(_Section):
     lease_minutes: float = Field(default=30, gt=0)
 
 
+class HealthSettings(_Section):
+    """[health]: how ``lineage health``, ``lineage impact`` and the read API judge a dataset (read time)."""
+
+    # A dataset is late when its last successful write is older than late_multiplier x the median gap
+    # between its successful writes; that interval is learned only from at least min_writes of them.
+    late_multiplier: float = Field(default=2.0, gt=1)
+    min_writes: int = Field(default=3, ge=2)
+
+
 class MaintainSettings(_Section):
     """[maintain]: jobs/maintain_lake.py, Iceberg maintenance and raw-event retention (docs/operations.md)."""
 
@@ -472,6 +481,7 @@ class Settings(BaseSettings):
     spark: SparkSettings = Field(default_factory=SparkSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
     maintain: MaintainSettings = Field(default_factory=MaintainSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
     local_cluster: LocalClusterSettings = Field(default_factory=LocalClusterSettings)

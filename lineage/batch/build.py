@@ -74,6 +74,7 @@ MODEL_TABLES = (
     "datasets",
     "dataset_schemas",
     "run_io",
+    "quality_results",
     "job_edges",
     "dataset_edges",
     "job_summary",
@@ -97,6 +98,7 @@ ROW_KEYS = {
     "datasets": ["dataset_id"],
     "dataset_schemas": ["dataset_id", "schema_hash"],
     "run_io": ["run_id", "dataset_id", "direction"],
+    "quality_results": ["run_id", "dataset_id", "column_name", "assertion"],
     "job_edges": [*JOB_KEY, "dataset_id", "direction"],
     "dataset_edges": ["source_dataset_id", "target_dataset_id", *JOB_KEY],
     "job_summary": JOB_KEY,
@@ -565,7 +567,8 @@ class _Build:
           (first seen kept, last seen and latest schema from the new ones, new schema versions numbered
           after the old). Any other touched dataset, and every relabelled one, is recomputed from all its
           mentions (late or replayed events, merges; exact either way).
-        - ``run_io``: recomputed for the touched runs and the runs with io on a relabelled dataset;
+        - ``run_io`` and ``quality_results``: recomputed for the touched runs and the runs with io on a
+          relabelled dataset;
           ``job_edges`` and ``dataset_edges`` for the jobs of those runs, the touched jobs and the jobs with
           an edge on a relabelled dataset.
         - ``column_edges``: recomputed for the targets of the new column-lineage facets, the relabelled
@@ -677,6 +680,8 @@ class _Build:
 
         run_mentions = mentions.join(io_runs, "run_id", "left_semi")
         self._put("run_io", model.run_io(run_mentions, aliases), io_runs)
+        # A run's quality results come from the same mentions as its io: the same runs, replaced the same way.
+        self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
         jobs_io = self.table("run_io").join(edge_jobs, JOB_KEY, "left_semi")
         static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
             edge_jobs, JOB_KEY, "left_semi"
@@ -845,6 +850,7 @@ class _Build:
         self._put("datasets", model.datasets(mentions, aliases))
         self._put("dataset_schemas", model.dataset_schemas(mentions, aliases))
         self._put("run_io", model.run_io(mentions, aliases))
+        self._put("quality_results", model.quality_results(mentions, aliases))
         self._put(
             "job_edges", model.job_edges(self.table("run_io"), runs, model.static_io(mentions, aliases))
         )

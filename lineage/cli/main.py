@@ -30,6 +30,7 @@ from lineage.query.answers import (
     traversal_json,
 )
 from lineage.query.errors import LookupError_
+from lineage.query.health import health_of
 from lineage.query.nodes import (
     BOTH,
     DOWNSTREAM,
@@ -211,6 +212,20 @@ def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None,
         output.emit_json(data)
     else:
         output.print_impact(data)
+
+
+@cli.command()
+@click.argument("node")
+@json_option
+@pass_context
+def health(ctx: Context, node: str, as_json: bool) -> None:
+    """NODE's health and what upstream causes it: its last write (or run) FAIL or LOST, failing data-quality
+    assertions, late data (docs/cli.md); each upstream cause with its path to NODE."""
+    data = health_of(ctx.store, node)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_health(data)
 
 
 @cli.command()

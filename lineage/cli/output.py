@@ -10,6 +10,7 @@ from typing import Any
 import click
 import orjson
 
+from lineage.query.answers import problem_words
 from lineage.query.nodes import DATASET, Traversal
 from lineage.query.store import LineageStore
 from lineage.query.text import escape_unsafe, iso, transformation_label
@@ -128,17 +129,65 @@ def print_impact(data: dict[str, Any]) -> None:
     root = data["root"]
     what = f"{root['label']}.{root['field']}" if root.get("field") else root["label"]
     echo(f"impact of a change to {what}")
+    if root.get("health") not in (None, "ok", "unknown"):
+        echo(f"  its health: {root['health']} ({problem_text(root.get('problems') or [])})")
     if not (data["datasets"] or data["jobs"] or data["columns"]):
         echo("  nothing downstream")
         return
     echo(f"datasets ({len(data['datasets'])})")
-    table(["hops", "dataset"], [(d["hops"], d["dataset"]) for d in data["datasets"]], indent="  ")
+    rows = [
+        (d["hops"], d["dataset"], d.get("health"), problem_text(d.get("problems") or []))
+        for d in data["datasets"]
+    ]
+    table(["hops", "dataset", "health", "problems"], rows, indent="  ")
     echo(f"jobs ({len(data['jobs'])})")
     jobs = [(j["hops"], j["label"], j.get("state")) for j in data["jobs"]]
     table(["hops", "job", "state"], jobs, indent="  ")
     echo(f"columns ({len(data['columns'])})")
-    columns = [(c["jobs"], f"{c['dataset']}.{c['field']}") for c in data["columns"]]
-    table(["jobs", "column"], columns, indent="  ")
+    columns = [
+        (c["jobs"], f"{c['dataset']}.{c['field']}", ", ".join(c.get("failing") or []))
+        for c in data["columns"]
+    ]
+    table(["jobs", "column", "failing assertions"], columns, indent="  ")
+
+
+def problem_text(problems: Sequence[dict[str, Any]]) -> str:
+    """Problems of a node's own health, a few words each (:func:`lineage.query.answers.problem_words`)."""
+    return "; ".join(problem_words(p) for p in problems)
+
+
+def print_health(data: dict[str, Any]) -> None:
+    node = data["node"]
+    echo(f"health of {node['kind']} {node['label']} as of {data['as_of']}: {data['state']}")
+    if data["problems"]:
+        echo(f"  {problem_text(data['problems'])}")
+    fresh = data.get("freshness")
+    if fresh:
+        interval = fresh["expected_interval_seconds"]
+        expected = (
+            "not learned yet"
+            if interval is None
+            else f"every {interval:g} s, late after {fresh['late_after']}"
+        )
+        count = fresh["successful_writes"]
+        echo(f"  last successful write {fresh['last_success']} ({count} in all; {expected})")
+    if data.get("assertions"):
+        echo(f"assertions ({len(data['assertions'])})")
+        rows = [
+            (a["assertion"], a["column"] or "*", a["success"], a["checked_at"], a.get("problem") or "")
+            for a in data["assertions"]
+        ]
+        table(["assertion", "column", "success", "checked", "note"], rows, indent="  ")
+    echo(f"upstream: {data['upstream']}")
+    if not data["causes"]:
+        echo("  no upstream cause")
+        return
+    echo(f"causes ({len(data['causes'])})")
+    rows = [
+        (c["hops"], c["label"], c["state"], problem_text(c["problems"]), " -> ".join(c["path"]))
+        for c in data["causes"]
+    ]
+    table(["hops", "node", "state", "problems", "path"], rows, indent="  ")
 
 
 def state_text(row: dict[str, Any]) -> str:

@@ -44,6 +44,11 @@ STATE_STYLES: dict[str, Style] = {
     "OTHER": Style("other", "#4b5563", "#f3f4f6"),
 }
 DATASET_STYLE = Style("dataset", "#334155", "#f8fafc")
+# Datasets are coloured by their own health (lineage.query.health): failing or late; any other is plain.
+HEALTH_STYLES: dict[str, Style] = {
+    "failing": Style("failing", "#b91c1c", "#fee2e2"),
+    "late": Style("late", "#b45309", "#fef3c7"),
+}
 EDGE_COLOR = "#64748b"
 COLUMN_EDGE_COLOR = "#db2777"
 ROOT_COLOR = "#f59e0b"
@@ -72,9 +77,19 @@ def state_key(node: Mapping[str, Any]) -> str:
     return state if isinstance(state, str) and state in STATE_STYLES else "OTHER"
 
 
+def health_key(node: Mapping[str, Any]) -> str | None:
+    """The ``HEALTH_STYLES`` key of a dataset node (None: drawn as any dataset)."""
+    health = node.get("health")
+    return health if isinstance(health, str) and health in HEALTH_STYLES else None
+
+
 def node_style(node: Mapping[str, Any]) -> Style:
-    """Colours of a node: its run state for a job, the dataset style otherwise."""
-    return STATE_STYLES[state_key(node)] if node.get("kind") == "job" else DATASET_STYLE
+    """Colours of a node: its run state for a job, its health for a failing or late dataset, the dataset
+    style otherwise."""
+    if node.get("kind") == "job":
+        return STATE_STYLES[state_key(node)]
+    key = health_key(node)
+    return DATASET_STYLE if key is None else HEALTH_STYLES[key]
 
 
 @dataclass(frozen=True)
@@ -266,7 +281,8 @@ def render_mermaid(graph: Graph) -> str:
             classes.setdefault(_mermaid_class(key), []).append(node_id)
         else:
             lines.append(f"  {node_id}[({_mermaid_text(node.get('label') or node['name'])})]")
-            classes.setdefault("dataset", []).append(node_id)
+            health = health_key(node)
+            classes.setdefault("dataset" if health is None else f"dataset_{health}", []).append(node_id)
     for edge in checked.edges:
         arrow = "==>" if edge.get("kind") == "dependency" else "-->"  # control flow drawn thick
         lines.append(f"  {ids[edge['source']]} {arrow} {ids[edge['target']]}")
@@ -274,6 +290,7 @@ def render_mermaid(graph: Graph) -> str:
         label = _mermaid_text(f"{edge['source_field']} → {edge['target_field']}")
         lines.append(f"  {ids[edge['source']]} -.->|{label}| {ids[edge['target']]}")
     styles = {_mermaid_class(key): style for key, style in STATE_STYLES.items()} | {"dataset": DATASET_STYLE}
+    styles |= {f"dataset_{key}": style for key, style in HEALTH_STYLES.items()}
     for name, members in classes.items():
         style = styles[name]
         lines.append(f"  classDef {name} fill:{style.fill},stroke:{style.stroke},color:#111827")
@@ -312,6 +329,7 @@ def _page_data(graph: Graph, checked: _Checked) -> dict[str, Any]:
         "styles": {
             "states": {key: style._asdict() for key, style in STATE_STYLES.items()},
             "dataset": DATASET_STYLE._asdict(),
+            "health": {key: style._asdict() for key, style in HEALTH_STYLES.items()},
             "edge": EDGE_COLOR,
             "column_edge": COLUMN_EDGE_COLOR,
             "root": ROOT_COLOR,

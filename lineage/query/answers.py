@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from lineage.query.errors import LookupError_
+from lineage.query.health import OwnHealth
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
 from lineage.query.store import LineageStore
@@ -155,22 +156,62 @@ def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any
 
 
 def impact_json(store: LineageStore, walk: Traversal, field_name: str | None) -> dict[str, Any]:
+    """The impact's JSON; the root and every dataset reached carry their own health (state and problems:
+    :meth:`lineage.query.health.HealthQueries.own_health`), so what a failure reaches is one answer."""
     store.fetch_job_states((n.namespace, n.name) for n in walk.hops if n.kind == JOB)
     ordered = sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label))
+    health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
+    root_health = health.get(walk.root.dataset_id or "")
     return {
-        "root": {**node_json(store, walk.root), "field": field_name},
+        "root": {
+            **node_json(store, walk.root),
+            "field": field_name,
+            "health": root_health.state if root_health else None,
+            "problems": root_health.problems if root_health else [],
+        },
         "depth": walk.depth,
         "datasets": [
-            {"dataset": n.label, "id": n.id, "hops": h}
+            {
+                "dataset": n.label,
+                "id": n.id,
+                "hops": h,
+                "health": health[n.dataset_id or ""].state,
+                "problems": health[n.dataset_id or ""].problems,
+            }
             for n, h in ordered
             if n.kind == DATASET and n != walk.root
         ],
         "jobs": [{**node_json(store, n), "hops": h} for n, h in ordered if n.kind == JOB],
         "columns": [
-            {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
+            {
+                "dataset": f.dataset.label,
+                "field": f.field,
+                "jobs": hops,
+                "failing": failing_assertions(health.get(f.dataset.dataset_id or ""), f.field),
+            }
             for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
         ],
     }
+
+
+def failing_assertions(health: OwnHealth | None, field: str) -> list[str]:
+    """The assertions on one column whose latest result is false (from a dataset's own health)."""
+    if health is None:
+        return []
+    return sorted(a["assertion"] for a in health.assertions if a["column"] == field and a["success"] is False)
+
+
+def problem_words(problem: dict[str, Any]) -> str:
+    """One problem of a node's own health (:mod:`lineage.query.health`) in a few words: ``last write
+    FAIL``, ``not_null(id) failed``, ``late since 2026-...``."""
+    kind = problem["kind"]
+    if kind in ("last_write", "last_run"):
+        return f"{kind.replace('_', ' ')} {problem['state']}"
+    if kind == "assertion":
+        return f"{problem['assertion']}({problem['column'] or '*'}) failed"
+    if kind == "late":
+        return f"late since {problem['late_after']}"
+    return str(kind)
 
 
 RUN_FIELDS = (
@@ -230,8 +271,9 @@ def run_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
-    """The renderer's input (see lineage.graph.render)."""
+    """The renderer's input (see lineage.graph.render); a dataset carries its own ``health``."""
     nodes = []
+    health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         entry: dict[str, Any] = {
             "id": node.id,
@@ -258,6 +300,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 "processing": job.get("processing_type"),
             }
         else:
+            own = health.get(node.dataset_id or "")
+            entry["health"] = own.state if own else None
             row = store.datasets.get(node.dataset_id or "", {})
             entry["fields"] = [
                 {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
@@ -270,6 +314,7 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 ),
                 "first seen": iso(row.get("first_seen")),
                 "last seen": iso(row.get("last_seen")),
+                "problems": [problem_words(p) for p in own.problems] if own else [],
             }
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from lineage.query.health import HealthQueries
 from lineage.query.runs import RunQueries
-from lineage.query.walks import Walks
 
 
-class LineageStore(Walks, RunQueries):
+class LineageStore(HealthQueries, RunQueries):
     """The lineage tables of one catalog, loaded lazily, one pyiceberg scan per table, and every question
     the front ends ask of them (names: :mod:`lineage.query.names`, walks: :mod:`lineage.query.walks`,
-    runs: :mod:`lineage.query.runs`)."""
+    health: :mod:`lineage.query.health`, runs: :mod:`lineage.query.runs`)."""

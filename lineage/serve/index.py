@@ -42,9 +42,10 @@ TABLES = (
     "runs",
     "run_io",
     "job_dependencies",
+    "quality_results",
 )
 # Tables a lake built by an earlier version may not have: the index answers without them.
-OPTIONAL_TABLES = ("job_dependencies",)
+OPTIONAL_TABLES = ("job_dependencies", "quality_results")
 
 
 @dataclass(frozen=True)

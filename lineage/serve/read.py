@@ -23,6 +23,7 @@ from aiohttp import web
 from lineage.graph.render import FORMATS
 from lineage.query import answers, versions
 from lineage.query.errors import LookupError_, UnknownNode
+from lineage.query.health import health_of
 from lineage.query.nodes import (
     BOTH,
     DOWNSTREAM,
@@ -589,6 +590,11 @@ async def impact(request: web.Request) -> web.Response:
     return await _answer(request, lambda store: answers.impact_of(store, target, depth, _time(request)))
 
 
+async def health(request: web.Request) -> web.Response:
+    target = _required(request, "node")
+    return await _answer(request, lambda store: health_of(store, target))
+
+
 async def runs(request: web.Request) -> web.Response:
     states = request.query.getall("state", [])
     job_name = request.query.get("job") or None
@@ -678,6 +684,7 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("upstream", "/api/v2/upstream", _walk(UPSTREAM)),
         ("downstream", "/api/v2/downstream", _walk(DOWNSTREAM)),
         ("impact", "/api/v2/impact", impact),
+        ("node_health", "/api/v2/health", health),
         ("runs", "/api/v2/runs", runs),
         ("run_v2", "/api/v2/runs/{id}", run_v2),
         ("graph", "/api/v2/graph", graph),

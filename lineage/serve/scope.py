@@ -62,7 +62,8 @@ def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
 
     A dataset is visible when its (canonical) namespace is in scope, an alias when its own namespace is
     too, a job by its namespace; an edge, column edge, run input/output or dependency when every end is
-    visible; a run when its job is. A parent or root job out of scope is nulled (with its run id).
+    visible (a quality result: its run and dataset); a run when its job is. A parent or root job out of
+    scope is nulled (with its run id).
     """
     import pyarrow.compute as pc
 
@@ -105,6 +106,10 @@ def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
     run_io = tables["run_io"]
     visible_run = _among(run_io.column("run_id"), runs.column("run_id").combine_chunks())
     keep("run_io", pc.and_(visible_run, _among(run_io.column("dataset_id"), ids)))
+    if "quality_results" in tables:
+        quality = tables["quality_results"]
+        checked_by = _among(quality.column("run_id"), runs.column("run_id").combine_chunks())
+        keep("quality_results", pc.and_(checked_by, _among(quality.column("dataset_id"), ids)))
     if "job_dependencies" in tables:
         deps = tables["job_dependencies"]
         keep(

@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from lineage.transforms.column_facets import ENTRY_TYPE, column_entries, facet_digest, lineage_entries
 from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
+    ASSERTIONS_TYPE,
     DATASET_EVENT,
     IDENTIFIERS_TYPE,
     JOB_EVENT,
@@ -76,7 +77,7 @@ MENTION_TYPE = (
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
-    "previous_name:string,tags:" + TAGS_TYPE + ">"
+    "previous_name:string,tags:" + TAGS_TYPE + ",assertions:" + ASSERTIONS_TYPE + ">"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -94,6 +95,47 @@ def _facet(v: Column, path: str, /, **fields: str | tuple[str, str]) -> Column:
     typed = {name: (spec, "string") if isinstance(spec, str) else spec for name, spec in fields.items()}
     struct = F.struct(*[get(v, f"{path}.{key}", type_).alias(name) for name, (key, type_) in typed.items()])
     return F.when(present(v, path), struct)
+
+
+def _assertions(node: Column) -> Column:
+    """The data-quality assertions facet of a mention (spec/facets/DataQualityAssertionsDatasetFacet.json:
+    an input dataset facet, ``assertions[]`` of ``assertion``, ``success`` and an optional ``column``), read
+    from ``inputFacets`` and, where a producer puts it there, ``facets``; null without the facet.
+
+    Nothing of another shape is dropped: an entry without a readable name keeps its JSON text as
+    ``assertion``, one whose ``success`` is not a boolean keeps a null ``success``, and a facet without an
+    ``assertions`` array becomes one entry holding the facet's text; ``problem`` says which."""
+    facet = F.coalesce(
+        get(node, "$.inputFacets.dataQualityAssertions", "variant"),
+        get(node, "$.facets.dataQualityAssertions", "variant"),
+    )
+    items = get(facet, "$.assertions", "array<variant>")
+
+    def one(item: Column) -> Column:
+        name = get(item, "$.assertion")
+        success = get(item, "$.success", "boolean")
+        return F.struct(
+            F.coalesce(name, F.to_json(item)).alias("assertion"),
+            success.alias("success"),
+            get(item, "$.column").alias("column"),
+            F.when(name.isNull(), F.lit("assertion without a name"))
+            .when(success.isNull(), F.lit("success is not true or false"))
+            .alias("problem"),
+        )
+
+    unreadable = F.array(
+        F.struct(
+            F.to_json(facet).alias("assertion"),
+            F.lit(None).cast("boolean").alias("success"),
+            F.lit(None).cast("string").alias("column"),
+            F.lit("no assertions array").alias("problem"),
+        )
+    )
+    return (
+        F.when(facet.isNull() | F.is_variant_null(facet), F.lit(None).cast(ASSERTIONS_TYPE))
+        .when(items.isNull(), unreadable)
+        .otherwise(F.transform(items, one))
+    )
 
 
 def _mention(node: Column, role: str, statistics: str | None) -> Column:
@@ -119,6 +161,7 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.namespace").alias("previous_namespace"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
         get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
+        _assertions(node).alias("assertions"),
     )
 
 
@@ -154,6 +197,7 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("bigint").alias(c) for c in ("row_count", "size_bytes", "file_count")],
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
+        none.cast(ASSERTIONS_TYPE).alias("assertions"),
     )
 
 

@@ -116,6 +116,7 @@ MENTION_COLUMNS = (
     "previous_namespace",
     "previous_name",
     "tags",
+    "assertions",
 )
 
 
@@ -136,7 +137,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         row_count, size_bytes, file_count (input or output statistics facet), column_facet and
         column_entries (the column-lineage facets: a digest of their content and their typed entries),
         lifecycle (the lifecycleStateChange facet, upper case), previous_namespace, previous_name (its
-        previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet)``.
+        previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet),
+        assertions (the data-quality assertions facet: assertion, success, column, problem)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
     exploded = extracted.select(*_MENTION_EVENT, F.explode("mentions").alias("m")).where(
@@ -168,6 +170,7 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         normalize_namespace(F.col("m.previous_namespace")).alias("previous_namespace"),
         normalize_name(F.col("m.previous_name")).alias("previous_name"),
         F.col("m.tags").alias("tags"),
+        F.col("m.assertions").alias("assertions"),
     )
 
 

@@ -60,6 +60,52 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     )
 
 
+def quality_results(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """Data-quality results per run, canonical dataset, column and assertion (the assertions facet).
+
+    A run may report the same assertion in several events (a retried check): the latest event wins, and
+    within one event a failure wins over a success, so the row never depends on arrival order. Entries the
+    extraction could not read keep their text as ``assertion`` and say why in ``problem`` (nothing is lost).
+
+    Args:
+        mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions`.
+        aliases: output of :func:`~lineage.transforms.model_datasets.dataset_aliases`.
+
+    Returns:
+        ``run_id, job_namespace, job_name, dataset_id, column_name (null: the whole dataset), assertion,
+        success (null when unreadable), checked_at (time of the event that reported it), problem``.
+    """
+    reported = (
+        canonical_mentions(mentions, aliases)
+        .where(
+            (F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull() & F.col("assertions").isNotNull()
+        )
+        .select("run_id", *JOB, "dataset_id", "event_time", "event_hash", F.explode("assertions").alias("a"))
+    )
+    # Latest event first, then a failure (False sorts before True, so ``~success`` puts it last = max).
+    order = F.struct("event_time", "event_hash", ~F.coalesce(F.col("a.success"), F.lit(True)))
+    folded = reported.groupBy(
+        "run_id", "dataset_id", F.col("a.column").alias("column_name"), "a.assertion"
+    ).agg(
+        F.max_by(F.struct(*JOB), latest_key()).alias("_job"),
+        F.max_by(
+            F.struct(F.col("a.success").alias("success"), F.col("a.problem").alias("problem")), order
+        ).alias("_result"),
+        F.max("event_time").alias("checked_at"),
+    )
+    return folded.select(
+        "run_id",
+        "_job.job_namespace",
+        "_job.job_name",
+        "dataset_id",
+        "column_name",
+        "assertion",
+        "_result.success",
+        "checked_at",
+        "_result.problem",
+    )
+
+
 def drops_only(lifecycle_states: Column) -> Column:
     """True for a run's output that only DROPped the dataset: the run is not the dataset's producer."""
     return F.coalesce(lifecycle_states == F.array(F.lit("DROP")), F.lit(False))

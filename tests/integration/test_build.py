@@ -278,10 +278,19 @@ REPORT, FINAL = ("s3://wh", "report"), ("s3://wh", "final")
 OLD_NAME, NEW_NAME = ("s3://lake", "archive/orders_v1"), ("s3://lake", "archive/orders")
 
 
+def _checked(ds: dict, *assertions: tuple[str, bool, str | None]) -> dict:
+    """``ds`` with a data-quality assertions input facet of (assertion, success, column) entries."""
+    entries = [{"assertion": a, "success": ok, **({"column": c} if c else {})} for a, ok, c in assertions]
+    ds["inputFacets"] = {"dataQualityAssertions": {"assertions": entries}}
+    return ds
+
+
 def _merge_scenario() -> tuple[list[dict], list[dict]]:
     """Two builds' events. The second brings a symlink that merges two datasets known since the first (and
     changes the canonical name of one: the Hive name sorts first), the COMPLETE of a run whose START came
-    in the first, a replayed event and a late RUNNING of a finished run."""
+    in the first, a replayed event and a late RUNNING of a finished run. Quality results: a failed check of
+    the dataset the merge takes away, and a check the straddling run passes at its START and fails at its
+    COMPLETE."""
     ingest = run_event(
         "COMPLETE",
         at(10),
@@ -311,7 +320,20 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
             )
         ],
     )
-    straddle_start = run_event("START", at(30), run_id(3), ("lab", "final"), inputs=[dataset(*REPORT)])
+    straddle_start = run_event(
+        "START",
+        at(30),
+        run_id(3),
+        ("lab", "final"),
+        inputs=[_checked(dataset(*REPORT), ("row_count", True, None))],
+    )
+    check = run_event(
+        "COMPLETE",
+        at(12),
+        run_id(12),
+        ("lab", "check"),
+        inputs=[_checked(dataset(*ORDERS), ("not_null", False, "price"), ("unique", True, "price"))],
+    )
     archive = run_event("COMPLETE", at(35), run_id(7), ("lab", "archive"), outputs=[dataset(*OLD_NAME)])
     # A parent run with events of its own and a child naming it; the child's COMPLETE in the second part
     # carries no parent facet, so only the child's earlier event says whose child it is.
@@ -325,7 +347,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
             "parent": {"run": {"runId": run_id(10)}, "job": {"namespace": "lab", "name": "pipeline"}}
         },
     )
-    first = [ingest, report, straddle_start, archive, parent_start, child_start]
+    first = [ingest, check, report, straddle_start, archive, parent_start, child_start]
     catalog = run_event(
         "COMPLETE", at(40), run_id(4), ("lab", "catalog"), outputs=[dataset(*ORDERS, symlinks=[HIVE_ORDERS])]
     )
@@ -334,6 +356,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         at(50),
         run_id(3),
         ("lab", "final"),
+        inputs=[_checked(dataset(*REPORT), ("row_count", False, None))],
         outputs=[
             dataset(
                 *FINAL,
@@ -396,9 +419,17 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     }
     assert ORDERS not in ids and ids[HIVE_ORDERS] == ids_before[HIVE_ORDERS]  # one dataset, the Hive name
     gone = ids_before[ORDERS]
-    for name in ("run_io", "job_edges", "dataset_summary"):
+    for name in ("run_io", "quality_results", "job_edges", "dataset_summary"):
         rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
         assert all(r["dataset_id"] != gone for r in rows), name
+    quality = catalog.load_table("lineage.quality_results").scan().to_arrow().to_pylist()
+    assert {
+        (r["run_id"], r["dataset_id"], r["column_name"], r["assertion"], r["success"]) for r in quality
+    } == {
+        (run_id(12), ids[HIVE_ORDERS], "price", "not_null", False),  # moved to the merged dataset
+        (run_id(12), ids[HIVE_ORDERS], "price", "unique", True),
+        (run_id(3), ids[REPORT], None, "row_count", False),  # the COMPLETE's report wins over the START's
+    }
     paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
     final_x = {
         (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]))
@@ -534,16 +565,29 @@ def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_j
     assert result.running_revisited == 3
     assert after["stream-soon"]["inferred_state"] == "RUNNING"  # its deadline is at(10_000) now
 
-    # A lake whose runs an earlier version built (silent_seconds, no deadline): its next build is a full
-    # recompute from the extracted form, which gives the table this version's shape.
-    runs_table = own_lake.catalog.table(own_lake.catalog.lineage_namespace, "runs")
+    # A lake an earlier version built: runs with silent_seconds and no deadline, mentions extracted without
+    # the data-quality assertions, no quality_results. Its next build parses every raw event again (the
+    # extracted form lacks a column this version extracts) and recomputes everything: this version's shapes.
+    lineage_ns = own_lake.catalog.lineage_namespace
+    runs_table = own_lake.catalog.table(lineage_ns, "runs")
     spark.sql(f"ALTER TABLE {runs_table} DROP COLUMN lost_after")
     spark.sql(f"ALTER TABLE {runs_table} ADD COLUMN silent_seconds double")
-    send(wider, [json.dumps(run_event("COMPLETE", at(1700), run_id(7), ("lab", "batch"))).encode()])
+    spark.sql(f"ALTER TABLE {own_lake.catalog.table(lineage_ns, 'dataset_mentions')} DROP COLUMN assertions")
+    spark.sql(f"DROP TABLE {own_lake.catalog.table(lineage_ns, 'quality_results')}")
+    checked = dataset("s3://wh", "checked")
+    checked["inputFacets"] = {
+        "dataQualityAssertions": {"assertions": [{"assertion": "unique", "success": False}]}
+    }
+    send(
+        wider,
+        [json.dumps(run_event("COMPLETE", at(1700), run_id(7), ("lab", "batch"), inputs=[checked])).encode()],
+    )
     run_ingest(spark, wider, trigger="availableNow")
-    assert build_lineage(spark, wider, now=at(1800)).mode == "full"
+    assert build_lineage(spark, wider, now=at(1800)).mode == "re-extract"
     upgraded = table(spark, wider, "runs").columns
     assert "lost_after" in upgraded and "silent_seconds" not in upgraded
+    quality = table(spark, wider, "quality_results").collect()
+    assert [(r.run_id, r.assertion, r.success) for r in quality] == [(run_id(7), "unique", False)]
 
 
 def _build_env(settings: Settings, **env: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lineage.graph.render import STATE_STYLES, render
+from lineage.graph.render import DATASET_STYLE, HEALTH_STYLES, STATE_STYLES, render
 from tests.fixtures.browser import Browser, open_page
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -37,6 +37,7 @@ def _node(node_id: str, hops: int, state: str | None = None, **extra: Any) -> di
         "hops": hops,
         "details": extra.get("details", {}),
         "fields": [{"name": field, "type": type_} for field, type_ in extra.get("fields", [])],
+        **({"health": extra["health"]} if "health" in extra else {}),
     }
 
 
@@ -62,7 +63,7 @@ GRAPH: dict[str, Any] = {
         _node(FLINK, 1, "LOST", details={"latest run": "0192aaaa-lost", "last event": "RUNNING"}),
         _node(ORDERS, 0, fields=ORDER_FIELDS, details={"aliases": ["s3a://warehouse/lake.db/orders/"]}),
         _node(SPARK, 1, "FAIL", details={"latest run": "0192bbbb-fail", "error": "OutOfMemoryError"}),
-        _node(STATS, 2, fields=STATS_FIELDS),
+        _node(STATS, 2, fields=STATS_FIELDS, health="failing"),
         _node(EXPORT, 3, "COMPLETE", details={"latest run": "0192cccc-done"}),
         _node(PG, 4, fields=STATS_FIELDS),
     ],
@@ -111,6 +112,11 @@ def test_graph_page_offline_states_details_and_columns(browser: Browser, tmp_pat
     )
     assert colours == [_rgb(STATE_STYLES[state].fill) for state in ("LOST", "FAIL", "COMPLETE")]
     assert len(set(colours)) == 3
+    # Datasets are coloured by their own health: a failing one as such, one without a problem plainly.
+    dataset_colours = browser.js(
+        "(cy, ids) => ids.map((id) => cy.getElementById(id).style('background-color'))", [STATS, TOPIC]
+    )
+    assert dataset_colours == [_rgb(HEALTH_STYLES["failing"].fill), _rgb(DATASET_STYLE.fill)]
     shapes = browser.js("(cy, ids) => ids.map((id) => cy.getElementById(id).style('shape'))", [FLINK, ORDERS])
     assert shapes[0] != shapes[1]
     # dagre's layers run left to right along the lineage.

@@ -246,6 +246,21 @@ def test_our_endpoints_answer_what_the_cli_answers(service: ReadService, lab_pip
     assert {(c["dataset"], c["field"]) for c in impact["columns"]} >= {
         (f"{WAREHOUSE}/default.db/supplier_stats", "total_price")
     }
+    # Health: the API's causes and paths are the CLI's (the lab's Spark writer of the table failed last).
+    health = service.get("/api/v2/health", node=node)
+    assert health.status_code == 200, health.text
+    cli_health = subprocess.run(
+        [LINEAGE, "health", node, "--json"],
+        env=lab_pipeline.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    causes = [(c["id"], c["state"], c["path"]) for c in health.json()["causes"]]
+    assert causes and causes == [
+        (c["id"], c["state"], c["path"]) for c in json.loads(cli_health.stdout)["causes"]
+    ]
     page = service.get("/api/v2/graph", node=f"{KAFKA}/orders")
     assert page.status_code == 200
     assert page.headers["Content-Type"].startswith("text/html")

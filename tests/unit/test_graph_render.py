@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from lineage.graph.render import COLUMN_EDGE_COLOR, DATASET_STYLE, FORMATS, STATE_STYLES, render
+from lineage.graph.render import (
+    COLUMN_EDGE_COLOR,
+    DATASET_STYLE,
+    FORMATS,
+    HEALTH_STYLES,
+    STATE_STYLES,
+    render,
+)
 
 # Names that break naive escaping in one format or another.
 NASTY = 'we"ird</script><!--\\ \u2028x\ny#quot;`|&'
@@ -400,3 +407,21 @@ def test_job_dependencies_are_drawn_apart_from_the_data_flow() -> None:
         "kind": "dependency",
         "via": "parent",
     }
+
+
+def test_datasets_are_coloured_by_their_health() -> None:
+    graph = _graph()
+    graph["nodes"][0]["health"] = "failing"
+    graph["nodes"][4]["health"] = "late"
+    graph["nodes"][2]["health"] = "ok"
+    lines = _mermaid_lines(render(graph, "mermaid"))
+    assert "  class n0 dataset_failing" in lines and "  class n4 dataset_late" in lines
+    assert "  class n2 dataset" in lines
+    failing, late = HEALTH_STYLES["failing"], HEALTH_STYLES["late"]
+    assert f"  classDef dataset_failing fill:{failing.fill},stroke:{failing.stroke},color:#111827" in lines
+    plain = render(_graph(), "dot")
+    dot = render(graph, "dot")
+    assert dot.count(failing.fill) == plain.count(failing.fill) + 1  # the job that failed has that fill too
+    assert late.fill not in plain and dot.count(late.fill) == 1
+    page = render(graph, "html")
+    assert '"health": {"failing": {"label": "failing"' in page and '"health": "late"' in page

@@ -207,8 +207,19 @@ def two_teams() -> IndexedStore:
         [("upstream_job_namespace", S), ("upstream_job_name", S), ("downstream_job_namespace", S),
          ("downstream_job_name", S), ("source", S)],
     )  # fmt: skip
+    quality = _table(
+        [{"run_id": "11111111-1111-4111-8111-111111111111", "dataset_id": "a1", "column_name": "x", "assertion": "not_null",
+          "success": False, "checked_at": T0},
+         {"run_id": "99999999-9999-4999-8999-999999999999", "dataset_id": "a1", "column_name": "x", "assertion": "b_check",
+          "success": False, "checked_at": T0},
+         {"run_id": "11111111-1111-4111-8111-111111111111", "dataset_id": "b1", "column_name": "x", "assertion": "b_check",
+          "success": False, "checked_at": T0}],
+        [("run_id", S), ("dataset_id", S), ("column_name", S), ("assertion", S), ("success", pa.bool_()),
+         ("checked_at", TS), ("problem", S)],
+    )  # fmt: skip
     tables = {"datasets": datasets, "dataset_aliases": aliases, "jobs": jobs, "job_summary": summary, "job_edges": edges,
-              "column_edges": column_edges, "runs": runs, "run_io": run_io, "job_dependencies": deps}  # fmt: skip
+              "column_edges": column_edges, "runs": runs, "run_io": run_io, "job_dependencies": deps,
+              "quality_results": quality}  # fmt: skip
     return IndexedStore(Settings(), tables).warm()
 
 
@@ -241,6 +252,12 @@ def test_the_scoped_view_holds_only_visible_names() -> None:
     assert [n["name"] for n in marquez.namespace_list(store)["namespaces"]] == ["s3://a-lake", "team-a"]
     assert marquez.search(full, "team-b", None, "name", 10)["totalCount"] == 2  # the whole index finds them
     assert marquez.search(store, "team-b", None, "name", 10)["totalCount"] == 0
+
+
+def test_quality_results_are_seen_only_with_their_run_and_dataset() -> None:
+    store = scoped_store(two_teams(), SCOPE)
+    rows = store.rows("quality_results")
+    assert [(r["dataset_id"], r["assertion"]) for r in rows] == [("a1", "not_null")]
 
 
 def test_a_hidden_node_is_unknown_as_an_absent_one_with_visible_suggestions_only() -> None:
