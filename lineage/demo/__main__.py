@@ -14,12 +14,15 @@ import logging
 import sys
 from collections import Counter
 
-from lineage.demo.events import MALFORMED, lab_events
+from lineage.demo.events import MALFORMED, WAREHOUSE, lab_events
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import create_topic
 from lineage.io.publish import kafka_client, publish_events, publish_raw, topic_message_count
+from lineage.query.answers import problem_words
+from lineage.query.health import health_of
 from lineage.query.liveness import as_of
 from lineage.query.nodes import display_name
+from lineage.query.store import LineageStore
 from lineage.settings import Settings, load_settings
 
 
@@ -123,6 +126,18 @@ def lineage_report(settings: Settings) -> None:
         )
 
 
+def health_report(settings: Settings) -> None:
+    """What is wrong upstream of the Spark summary table, each cause with its path (``lineage health``)."""
+    target = f"{WAREHOUSE}/default.db/supplier_stats"
+    data = health_of(LineageStore(settings), target)
+    print(f"\nhealth along lineage (lineage health {target}):")
+    print(f"  own state: {data['state']}; upstream: {data['upstream']}")
+    for cause in data["causes"]:
+        hops = f"{cause['hops']} hop{'s' * (cause['hops'] != 1)}"
+        problems = "; ".join(problem_words(p) for p in cause["problems"])
+        print(f"  {hops} up, {cause['kind']} {cause['label']}: {problems}")
+
+
 def column_report(settings: Settings) -> None:
     """End-to-end column lineage of the Spark summary table (lake.lineage.column_paths)."""
     catalog = open_catalog(settings.catalog)
@@ -218,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         lineage_report(settings)
         column_report(settings)
+        health_report(settings)
     return 0
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     column_lineage_dataset,
+    data_quality_assertions_dataset,
     error_message_run,
     job_type_job,
     output_statistics_output_dataset,
@@ -394,6 +395,20 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         facets={
             "schema": _schema([(n, t.lower()) for n, t in ORDER_FIELDS]),
             "symlinks": _iceberg_orders_symlink(),
+        },
+        # The checks the Spark job ran on what it read: prices are present, but order ids repeat (the
+        # Flink job's retries wrote some twice): a failing assertion, shown by `lineage health`.
+        inputFacets={
+            "dataQualityAssertions": data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+                assertions=[
+                    data_quality_assertions_dataset.Assertion(
+                        assertion="not_null", success=True, column="price"
+                    ),
+                    data_quality_assertions_dataset.Assertion(
+                        assertion="unique", success=False, column="order_id"
+                    ),
+                ]
+            )
         },
     )
 
