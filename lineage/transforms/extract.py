@@ -76,7 +76,7 @@ MENTION_TYPE = (
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
-    "previous_name:string,tags:" + TAGS_TYPE + ">"
+    "previous_name:string,tags:" + TAGS_TYPE + ",dataset_version:string>"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -119,6 +119,9 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.namespace").alias("previous_namespace"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
         get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
+        # The dataset version facet (DatasetVersionDatasetFacet): the producer's own id of the version read
+        # or written, e.g. an Iceberg snapshot id from the Spark integration, on inputs and outputs alike.
+        get(node, "$.facets.version.datasetVersion").alias("dataset_version"),
     )
 
 
@@ -154,6 +157,7 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("bigint").alias(c) for c in ("row_count", "size_bytes", "file_count")],
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
+        none.cast("string").alias("dataset_version"),
     )
 
 
