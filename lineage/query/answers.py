@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
+from lineage.query import history
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
@@ -61,6 +62,7 @@ def impact_of(store: LineageStore, target: str, depth: int | None, as_of: dateti
 def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
     """One run with its children and datasets, as ``lineage run --json``."""
     row = store.run(run_id)
+    read, written = history.run_versions_io(store, row["run_id"])
     return {
         **run_json(row),
         "children": [run_json(c) for c in store.children(row["run_id"])],
@@ -74,6 +76,73 @@ def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
                 "last_seen": iso(d["last_seen"]),
             }
             for d in store.run_datasets(row["run_id"])
+        ],
+        "versions_read": [version_read_json(r) for r in read],
+        "versions_written": [version_json(v) for v in written],
+    }
+
+
+def version_json(version: history.DatasetVersion) -> dict[str, Any]:
+    """One dataset version: the write that made it, its schema, statistics and lifecycle changes."""
+    return {
+        "dataset": version.dataset.label,
+        "namespace": version.dataset.namespace,
+        "name": version.dataset.name,
+        "version": version.version,
+        "version_source": version.source,
+        "run_id": version.run_id,
+        "job": None if version.job_name is None else f"{version.job_namespace}/{version.job_name}",
+        "run_state": version.run_state,
+        "first_seen": iso(version.first_seen),
+        "written_at": iso(version.written_at),
+        "schema_hash": version.schema_hash,
+        "schema_version": version.schema_version,
+        "row_count": version.row_count,
+        "size_bytes": version.size_bytes,
+        "file_count": version.file_count,
+        "lifecycle_states": version.lifecycle_states,
+    }
+
+
+def version_read_json(read: history.VersionRead) -> dict[str, Any]:
+    """A version a run read, and the run that wrote it (null: unknown)."""
+    writer = read.written_by
+    return {
+        "dataset": read.dataset.label,
+        "namespace": read.dataset.namespace,
+        "name": read.dataset.name,
+        "version": read.version,
+        "reported_version": read.reported,
+        "read_at": iso(read.read_at),
+        "written_by_run_id": None if writer is None else writer.run_id,
+        "written_by_job": None if writer is None else f"{writer.job_namespace}/{writer.job_name}",
+    }
+
+
+def versions_of(store: LineageStore, name: str) -> dict[str, Any]:
+    """A dataset's versions, newest first, as ``lineage versions --json``."""
+    node = store.resolve(name)
+    return {
+        "dataset": dict(node_json(store, node)),
+        "versions": [version_json(v) for v in history.dataset_versions(store, node)],
+    }
+
+
+def version_lineage(store: LineageStore, name: str, version: str, depth: int) -> dict[str, Any]:
+    """A version of a dataset and the versions upstream of it, nearest first, as ``lineage versions
+    DATASET --version V --json``: each with the versions its writing run read."""
+    node = store.resolve(name)
+    steps = history.upstream_versions(store, node, version, depth)
+    return {
+        "dataset": dict(node_json(store, node)),
+        "version": steps[0].version.version,
+        "steps": [
+            {
+                "depth": step.depth,
+                **version_json(step.version),
+                "inputs": [version_read_json(r) for r in step.inputs],
+            }
+            for step in steps
         ],
     }
 

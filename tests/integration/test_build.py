@@ -293,6 +293,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
                 *ORDERS,
                 fields=[("price", "double")],
                 column_lineage=column_lineage({"price": [input_field(TOPIC, "price", direct("IDENTITY"))]}),
+                version="5001",
             )
         ],
     )
@@ -301,7 +302,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         at(20),
         run_id(2),
         ("lab", "report"),
-        inputs=[dataset(*HIVE_ORDERS)],
+        inputs=[dataset(*HIVE_ORDERS, version="5001")],  # the version ingest wrote, by its other name
         outputs=[
             dataset(
                 *REPORT,
@@ -399,6 +400,13 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     for name in ("run_io", "job_edges", "dataset_summary"):
         rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
         assert all(r["dataset_id"] != gone for r in rows), name
+    io = catalog.load_table("lineage.run_io").scan().to_arrow().to_pylist()
+    # The version ingest wrote and report read, both now on the merged dataset.
+    assert {(r["run_id"], r["direction"]) for r in io if r["dataset_version"] == "5001"} == {
+        (run_id(1), "output"),
+        (run_id(2), "input"),
+    }
+    assert {r["dataset_id"] for r in io if r["dataset_version"] == "5001"} == {ids[HIVE_ORDERS]}
     paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
     final_x = {
         (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]))
