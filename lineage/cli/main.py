@@ -28,6 +28,8 @@ from lineage.query.answers import (
     run_json,
     state_names,
     traversal_json,
+    version_lineage,
+    versions_of,
 )
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import (
@@ -256,6 +258,40 @@ def run(ctx: Context, run_id: str, as_json: bool) -> None:
         output.emit_json(data)
     else:
         output.print_run(data)
+
+
+@cli.command()
+@click.argument("dataset")
+@click.option(
+    "--version",
+    "version",
+    help="One version (the producer's id, or the writing run's id or a unique prefix): show it and the "
+    "versions upstream of it.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(0, MAX_INT),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="With --version: how many writes upstream to follow.",
+)
+@json_option
+@pass_context
+def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_json: bool) -> None:
+    """A dataset's versions (one per write), newest first, each with the run that wrote it; with
+    --version, the chain of versions it was built from."""
+    if version is None:
+        data = versions_of(ctx.store, dataset)
+        if as_json:
+            output.emit_json(data)
+        else:
+            output.print_versions(data)
+        return
+    data = version_lineage(ctx.store, dataset, version, depth)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_version_lineage(data)
 
 
 @cli.command("close-run")

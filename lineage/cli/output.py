@@ -219,3 +219,63 @@ def print_run(data: dict[str, Any]) -> None:
             [(d["direction"], d["dataset"], d["row_count"]) for d in data["datasets"]],
             indent="  ",
         )
+    read, written = data.get("versions_read") or [], data.get("versions_written") or []
+    echo(f"versions read ({len(read)})")
+    if read:
+        table(
+            ["dataset", "version", "written by run", "job"],
+            [(r["dataset"], r["version"], r["written_by_run_id"], r["written_by_job"]) for r in read],
+            indent="  ",
+        )
+    echo(f"versions written ({len(written)})")
+    if written:
+        table(
+            ["dataset", "version", "rows", "schema", "lifecycle"],
+            [
+                (v["dataset"], v["version"], v["row_count"], v["schema_version"], _lifecycle(v))
+                for v in written
+            ],
+            indent="  ",
+        )
+
+
+def _lifecycle(version: dict[str, Any]) -> str | None:
+    return ",".join(version["lifecycle_states"]) or None
+
+
+def print_versions(data: dict[str, Any]) -> None:
+    """A dataset's versions, newest first: the write that made each, its schema and statistics."""
+    echo(f"{data['dataset']['label']}: {len(data['versions'])} versions")
+    if data["versions"]:
+        table(
+            ["version", "written", "run", "job", "state", "rows", "schema", "lifecycle"],
+            [
+                (
+                    v["version"],
+                    v["written_at"],
+                    v["run_id"],
+                    v["job"],
+                    v["run_state"],
+                    v["row_count"],
+                    v["schema_version"],
+                    _lifecycle(v),
+                )
+                for v in data["versions"]
+            ],
+        )
+
+
+def print_version_lineage(data: dict[str, Any]) -> None:
+    """A version and the versions upstream of it, nearest first, each with what its writer read."""
+    for step in data["steps"]:
+        indent = "  " * step["depth"]
+        echo(
+            f"{indent}{step['dataset']} @ {step['version']}  written {_cell(step['written_at'])} by "
+            f"{_cell(step['job'])} run {step['run_id']} ({_cell(step['run_state'])})"
+        )
+        for read in step["inputs"]:
+            writer = read["written_by_run_id"]
+            echo(
+                f"{indent}  read {read['dataset']} @ {_cell(read['version'])}"
+                + (f"  (written by run {writer})" if writer else "  (writer unknown)")
+            )

@@ -62,12 +62,12 @@ def store() -> IndexedStore:
     run_table = pa.Table.from_pylist(
         [
             {"run_id": run_id(n), "job_namespace": "etl", "job_name": job, "reported_state": state,
-             "started_at": at(first), "last_event_at": at(first + 2)}
+             "started_at": at(first), "last_event_at": at(first + 2), "parent_run_id": None}
             for n, (job, state, first) in sorted(runs.items())
         ],
         schema=pa.schema(
             [("run_id", S), ("job_namespace", S), ("job_name", S), ("reported_state", S),
-             ("started_at", TS), ("last_event_at", TS)]
+             ("started_at", TS), ("last_event_at", TS), ("parent_run_id", S)]
         ),
     )  # fmt: skip
     run_io = pa.Table.from_pylist(
