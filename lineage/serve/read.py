@@ -604,6 +604,22 @@ async def run_v2(request: web.Request) -> web.Response:
     return await _answer(request, lambda store: answers.run_detail(store, run_id))
 
 
+async def dataset_history(request: web.Request) -> web.Response:
+    """A dataset's versions (``node``), as ``lineage versions --json``; with ``version``, that version and
+    the versions upstream of it, at most ``depth`` writes away (default 10; 0: the version alone)."""
+    node = _required(request, "node")
+    version = request.query.get("version") or None
+    depth = _int(request, "depth", answers.DEFAULT_DEPTH, minimum=0)
+
+    def work(store: IndexedStore) -> Any:
+        if version is None:
+            return answers.versions_of(store, node)
+        assert depth is not None
+        return answers.version_lineage(store, node, version, depth)
+
+    return await _answer(request, work)
+
+
 async def graph(request: web.Request) -> web.Response:
     """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
     node = _required(request, "node")
@@ -675,6 +691,7 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("impact", "/api/v2/impact", impact),
         ("runs", "/api/v2/runs", runs),
         ("run_v2", "/api/v2/runs/{id}", run_v2),
+        ("versions", "/api/v2/versions", dataset_history),
         ("graph", "/api/v2/graph", graph),
     ]
     resources: dict[str, Any] = {}
