@@ -139,7 +139,7 @@ def _versions(
     found: dict[str, DatasetVersion] = {}
     for row in writes:
         reported = row.get("dataset_version")
-        vid = reported or row["run_id"]
+        vid = version_name(row)
         if vid in found:
             continue  # a later write naming a version already written: the earliest wrote it
         schema = row.get("schema_hash")
@@ -197,28 +197,37 @@ def dataset_version(store: LineageStore, node: Node, version: str) -> DatasetVer
     raise UnknownNode(f"dataset {node.label} has no version {version!r}")
 
 
-def _resolve(
-    read: dict[str, Any], versions: list[DatasetVersion], writes: list[dict[str, Any]]
-) -> DatasetVersion | None:
-    """The version behind one read (a ``run_io`` input row), from the dataset's versions and writes."""
+def version_name(write: dict[str, Any]) -> str:
+    """The id of the version a write (a ``run_io`` output row) made: the producer's, else the run's."""
+    return write.get("dataset_version") or write["run_id"]
+
+
+def producing_write(read: dict[str, Any], writes: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The write behind one read (``run_io`` rows with ``run_id``, ``first_seen``, ``last_seen`` and
+    ``dataset_version``), among the dataset's writes oldest first: the earliest write naming the version
+    the read names; None when the read names one no write did; else the write whose last moment came
+    latest at or before the read (a writer still writing then counts as writing at the read: a streaming
+    source the reader consumes as it goes), the reading run's own writes left out."""
     reported = read.get("dataset_version")
     if reported:
-        for found in versions:
-            if found.source == PRODUCER and found.version == reported:
-                return found
-        return None
+        return next((w for w in writes if w.get("dataset_version") == reported), None)
     at = read.get("first_seen") or _EPOCH
-    # A write's last moment at or before the read: its last write, or the read itself for a writer still
-    # writing then (a streaming source the reader consumes as it goes).
     earlier = [
         (min(w.get("last_seen") or w.get("first_seen") or _EPOCH, at), w["run_id"], w)
         for w in writes
         if (w.get("first_seen") or _EPOCH) <= at and w["run_id"] != read["run_id"]
     ]
-    if not earlier:
+    return max(earlier, key=lambda e: (e[0], e[1]))[2] if earlier else None
+
+
+def _resolve(
+    read: dict[str, Any], versions: list[DatasetVersion], writes: list[dict[str, Any]]
+) -> DatasetVersion | None:
+    """The version behind one read (a ``run_io`` input row), from the dataset's versions and writes."""
+    chosen = producing_write(read, writes)
+    if chosen is None:
         return None
-    chosen = max(earlier, key=lambda e: (e[0], e[1]))[2]
-    vid = chosen.get("dataset_version") or chosen["run_id"]
+    vid = version_name(chosen)
     return next((v for v in versions if v.version == vid), None)
 
 
@@ -266,7 +275,7 @@ def versions_written(store: LineageStore, run_id: str) -> list[DatasetVersion]:
         node = nodes.get(row["dataset_id"])
         if node is None:
             continue
-        vid = row.get("dataset_version") or row["run_id"]
+        vid = version_name(row)
         found = _versions(node, writes.get(row["dataset_id"], []), schemas, runs)
         out.extend(v for v in found if v.version == vid)
     return sorted(out, key=lambda v: (v.dataset.namespace, v.dataset.name))

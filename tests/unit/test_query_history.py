@@ -198,3 +198,13 @@ def test_answers_give_versions_and_the_chain_as_json() -> None:
     assert chain["version"] == run_id(3)
     assert [(step["name"], step["depth"]) for step in chain["steps"]] == [("summary", 0), ("orders", 1)]
     assert chain["steps"][0]["inputs"][0]["written_by_run_id"] == run_id(1)
+
+
+def test_run_lineage_follows_the_named_version_too() -> None:
+    from lineage.query.versions import upstream_runs
+
+    s = store()
+    # run 3 named s1 (run 1's) although run 2 wrote later, before the read; run 4 named none
+    for reader, writer in ((run_id(3), run_id(1)), (run_id(4), run_id(2))):
+        [start, *_] = upstream_runs(s, reader, 1)
+        assert [(node.name, producer) for node, _at, producer in start.inputs] == [("orders", writer)]
