@@ -467,8 +467,7 @@ async def dataset_versions(request: web.Request) -> web.Response:
     limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
-        found = marquez.dataset_versions(store, _dataset_node(store, namespace_name, name))
-        return marquez.paged("versions", found, limit, offset)
+        return marquez.versions_page(store, _dataset_node(store, namespace_name, name), limit, offset)
 
     return await _answer(request, work)
 
@@ -479,10 +478,10 @@ async def dataset_version(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         node = _dataset_node(store, namespace_name, name)
-        for entry in marquez.dataset_versions(store, node):
-            if entry["version"] == version:
-                return entry
-        raise _unknown(f"version {version!r} of dataset {node.label}")
+        try:
+            return marquez.one_version(store, node, version)
+        except UnknownNode:
+            raise _unknown(f"version {version!r} of dataset {node.label}") from None
 
     return await _answer(request, work)
 

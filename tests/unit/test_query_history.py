@@ -38,7 +38,7 @@ IO = [
     (4, "report", "COMPLETE", "summary", "output", 51, 51, None, None, 6),
     # a version nobody reported writing
     (5, "audit", "COMPLETE", "orders", "input", 55, 55, "s9", None, None),
-    (6, "load", "FAIL", "orders", "output", 60, 60, None, "h2", None),
+    (6, "load", "FAIL", "orders", "output", 60, 60, None, None, None),  # no schema reported
     # a compaction naming the version run 2 made: not a new version
     (8, "compact", "COMPLETE", "orders", "output", 70, 70, "s2", "h2", 120),
 ]
@@ -84,9 +84,37 @@ def store() -> IndexedStore:
              ("row_count", I64), ("size_bytes", I64), ("file_count", I64), ("lifecycle_states", pa.list_(S))]
         ),
     )  # fmt: skip
+    field = pa.struct([("name", S), ("type", S), ("description", S)])
     schemas = pa.Table.from_pylist(
-        [{"dataset_id": "orders", "schema_hash": h, "version": v} for h, v in (("h1", 1), ("h2", 2))],
-        schema=pa.schema([("dataset_id", S), ("schema_hash", S), ("version", I64)]),
+        [
+            {
+                "dataset_id": "orders",
+                "schema_hash": h,
+                "version": v,
+                "first_seen": at(v * 20 - 10),
+                "schema_fields": fields,
+            }
+            for h, v, fields in (
+                ("h1", 1, [{"name": "id", "type": "long", "description": None}]),
+                (
+                    "h2",
+                    2,
+                    [
+                        {"name": "id", "type": "long", "description": None},
+                        {"name": "total", "type": "double", "description": None},
+                    ],
+                ),
+            )
+        ],
+        schema=pa.schema(
+            [
+                ("dataset_id", S),
+                ("schema_hash", S),
+                ("version", I64),
+                ("first_seen", TS),
+                ("schema_fields", pa.list_(field)),
+            ]
+        ),
     )
     aliases = pa.Table.from_pylist(
         [
@@ -115,7 +143,7 @@ def test_a_version_per_write_named_by_the_producer_or_else_by_the_writing_run() 
         ("s1", history.PRODUCER, run_id(1), "COMPLETE"),
     ]
     assert [(v.schema_hash, v.schema_version, v.row_count) for v in found] == [
-        ("h2", 2, None),
+        (None, None, None),
         ("h2", 2, 120),
         ("h1", 1, 100),
     ]
