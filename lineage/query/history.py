@@ -270,7 +270,7 @@ def versions_written(store: LineageStore, run_id: str) -> list[DatasetVersion]:
     schemas = _schema_numbers(store, dataset_ids)
     runs = _run_states(store, (w["run_id"] for rows in writes.values() for w in rows))
     nodes = store.nodes_of(dataset_ids)
-    out = []
+    out: list[DatasetVersion] = []
     for row in wrote:
         node = nodes.get(row["dataset_id"])
         if node is None:
