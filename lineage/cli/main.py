@@ -22,6 +22,7 @@ from lineage.cli.sql import sql_command
 from lineage.graph.render import FORMATS
 from lineage.query.answers import (
     DEFAULT_DEPTH,
+    diff_of,
     graph_dict,
     impact_of,
     run_detail,
@@ -31,6 +32,7 @@ from lineage.query.answers import (
     version_lineage,
     versions_of,
 )
+from lineage.query.diff import windows
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import (
     BOTH,
@@ -292,6 +294,41 @@ def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_jso
         output.emit_json(data)
     else:
         output.print_version_lineage(data)
+
+
+@cli.command()
+@click.argument("node", required=False)
+@click.option("--from", "start", callback=_time, help="Start of the window looked at (default: a day ago).")
+@click.option("--to", "end", callback=_time, help="Its end (default: now).")
+@click.option(
+    "--base-from",
+    "base_start",
+    callback=_time,
+    help="Start of the window compared with (default: a week before the end of the base window).",
+)
+@click.option("--base-to", "base_end", callback=_time, help="Its end (default: the start of --from).")
+@click.option("--depth", type=DEPTH, default=None, help="With NODE: hops around it (default: all).")
+@json_option
+@pass_context
+def diff(
+    ctx: Context,
+    node: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    base_start: datetime | None,
+    base_end: datetime | None,
+    depth: int | None,
+    as_json: bool,
+) -> None:
+    """What changed in the lineage between two windows (default: the last day against the week before),
+    optionally around NODE: edges and column edges that appeared or stopped being observed, changed
+    schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed."""
+    base, current = windows(start, end, base_start, base_end)
+    data = diff_of(ctx.store, base, current, node, depth)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_diff(data)
 
 
 @cli.command("close-run")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
+from lineage.query import diff as diff_module
 from lineage.query import history
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
@@ -373,3 +374,92 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         "edges": edges,
         "column_edges": column_edges,
     }
+
+
+def diff_json(store: LineageStore, changes: diff_module.Diff) -> dict[str, Any]:
+    """What changed between two windows (:func:`lineage.query.diff.diff`), as ``lineage diff --json``."""
+    ids = {d for edge in (*changes.job_edges[0], *changes.job_edges[1]) for d in edge[2:3]}
+    ids |= {d for edge in (*changes.dataset_edges[0], *changes.dataset_edges[1]) for d in edge[:2]}
+    for column in (*changes.column_edges[0], *changes.column_edges[1]):
+        ids |= {column[0], column[2]}
+    ids |= {w[2] for side in changes.writers for w in side} | {s[0] for s in changes.schemas}
+    nodes = store.nodes_of(ids)
+
+    def label(dataset_id: str) -> str:
+        node = nodes.get(dataset_id)
+        return node.label if node else dataset_id
+
+    def job_edge(edge: diff_module.JobEdge) -> dict[str, Any]:
+        return {"job": f"{edge[0]}/{edge[1]}", "dataset": label(edge[2]), "direction": edge[3]}
+
+    def dataset_edge(edge: diff_module.DatasetEdge) -> dict[str, Any]:
+        return {"source": label(edge[0]), "target": label(edge[1]), "job": f"{edge[2]}/{edge[3]}"}
+
+    def column_edge(edge: diff_module.ColumnEdge) -> dict[str, Any]:
+        return {
+            "source": label(edge[0]),
+            "source_field": edge[1],
+            "target": label(edge[2]),
+            "target_field": edge[3],
+            "job": f"{edge[4]}/{edge[5]}",
+        }
+
+    def writer(entry: tuple[str, str, str]) -> dict[str, Any]:
+        return {"job": f"{entry[0]}/{entry[1]}", "dataset": label(entry[2])}
+
+    def outcome(entry: tuple[datetime, str, str]) -> dict[str, Any]:
+        return {"state": entry[2], "run_id": entry[1], "ended_at": iso(entry[0])}
+
+    def window(frame: diff_module.Window) -> dict[str, Any]:
+        return {"from": iso(frame.start), "to": iso(frame.end)}
+
+    return {
+        "base": window(changes.base),
+        "current": window(changes.current),
+        "job_edges": {
+            "appeared": [job_edge(e) for e in changes.job_edges[0]],
+            "stopped": [job_edge(e) for e in changes.job_edges[1]],
+        },
+        "dataset_edges": {
+            "appeared": [dataset_edge(e) for e in changes.dataset_edges[0]],
+            "stopped": [dataset_edge(e) for e in changes.dataset_edges[1]],
+        },
+        "column_edges": {
+            "appeared": [column_edge(e) for e in changes.column_edges[0]],
+            "stopped": [column_edge(e) for e in changes.column_edges[1]],
+        },
+        "writers": {
+            "started": [writer(w) for w in changes.writers[0]],
+            "stopped": [writer(w) for w in changes.writers[1]],
+        },
+        "schemas": [
+            {
+                "dataset": label(dataset_id),
+                "before": old,
+                "after": new,
+                "fields_added": added,
+                "fields_removed": removed,
+                "fields_retyped": [{"name": n, "before": b, "after": a} for n, b, a in retyped],
+            }
+            for dataset_id, old, new, added, removed, retyped in changes.schemas
+        ],
+        "outcomes": [
+            {"job": f"{ns}/{name}", "before": outcome(before), "after": outcome(after)}
+            for ns, name, before, after in changes.outcomes
+        ],
+    }
+
+
+def diff_of(
+    store: LineageStore,
+    base: diff_module.Window,
+    current: diff_module.Window,
+    node: str | None = None,
+    depth: int | None = None,
+) -> dict[str, Any]:
+    """The JSON of a diff, around ``node`` within ``depth`` hops when given."""
+    data = diff_json(store, diff_module.diff(store, base, current, node=node, depth=depth))
+    if node is not None:
+        data["node"] = dict(node_json(store, store.resolve(node)))
+        data["depth"] = depth
+    return data

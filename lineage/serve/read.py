@@ -22,6 +22,7 @@ from aiohttp import web
 
 from lineage.graph.render import FORMATS
 from lineage.query import answers, versions
+from lineage.query.diff import windows
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.nodes import (
     BOTH,
@@ -619,6 +620,24 @@ async def dataset_history(request: web.Request) -> web.Response:
     return await _answer(request, work)
 
 
+async def lineage_diff(request: web.Request) -> web.Response:
+    """What changed between two windows, as ``lineage diff --json``: ``from``, ``to``, ``base_from``,
+    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops."""
+    node = request.query.get("node") or None
+    depth = _int(request, "depth", None)
+
+    def work(store: IndexedStore) -> Any:
+        base, current = windows(
+            _time(request, "from"),
+            _time(request, "to"),
+            _time(request, "base_from"),
+            _time(request, "base_to"),
+        )
+        return answers.diff_of(store, base, current, node, depth)
+
+    return await _answer(request, work)
+
+
 async def graph(request: web.Request) -> web.Response:
     """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
     node = _required(request, "node")
@@ -691,6 +710,7 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("runs", "/api/v2/runs", runs),
         ("run_v2", "/api/v2/runs/{id}", run_v2),
         ("versions", "/api/v2/versions", dataset_history),
+        ("diff", "/api/v2/diff", lineage_diff),
         ("graph", "/api/v2/graph", graph),
     ]
     resources: dict[str, Any] = {}
