@@ -120,9 +120,11 @@ def store() -> IndexedStore:
     facet_edges = table(
         [
             {"_facet": "f1", "source_dataset_id": "orders", "source_field": "id",
-             "target_dataset_id": "summary", "target_field": "n", "job_namespace": "etl", "job_name": "report"},
+             "target_dataset_id": "summary", "target_field": "n", "job_namespace": "etl",
+             "job_name": "report"},
             {"_facet": "f2", "source_dataset_id": "prices", "source_field": "p",
-             "target_dataset_id": "orders", "target_field": "total", "job_namespace": "etl", "job_name": "load"},
+             "target_dataset_id": "orders", "target_field": "total", "job_namespace": "etl",
+             "job_name": "load"},
         ],
         [("_facet", S), ("source_dataset_id", S), ("source_field", S), ("target_dataset_id", S),
          ("target_field", S), ("job_namespace", S), ("job_name", S)],
