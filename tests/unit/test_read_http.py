@@ -283,3 +283,30 @@ def test_versions_of_a_dataset_and_the_chain_upstream_of_one(tmp_path: Path) -> 
     ]
     assert len(one["steps"]) == 1
     assert "no version 's7'" in missing["error"]["message"]
+
+
+def test_diff_of_two_windows_and_a_bad_window(tmp_path: Path) -> None:
+    from tests.unit.test_query_diff import NOW, ago
+    from tests.unit.test_query_diff import store as diff_store
+
+    window = f"from={quote(ago(24).isoformat())}&to={quote(NOW.isoformat())}"
+    (ok, changes), (around, near), (bad, refused) = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            diff_store(),
+            (f"/api/v2/diff?{window}", {}),
+            (f"/api/v2/diff?{window}&node=legacy&depth=1", {}),
+            (f"/api/v2/diff?from={quote(NOW.isoformat())}&to={quote(ago(1).isoformat())}", {}),
+        )
+    )
+    assert (ok, around, bad) == (200, 200, 400)
+    assert changes["dataset_edges"]["appeared"] == [
+        {"source": "ns/prices", "target": "ns/orders", "job": "etl/load"}
+    ]
+    assert [o["job"] for o in changes["outcomes"]] == ["etl/report"]
+    assert near["job_edges"] == {
+        "appeared": [],
+        "stopped": [{"job": "etl/old", "dataset": "ns/legacy", "direction": "output"}],
+    }
+    assert near["node"]["label"] == "ns/legacy" and near["depth"] == 1
+    assert "must end after it starts" in refused["error"]["message"]
