@@ -1,5 +1,5 @@
 """End to end with a real producer: a PySpark job with the OpenLineage Spark listener -> Kafka -> ingestion
--> Iceberg -> build -> column edges and paths."""
+-> Iceberg -> build -> column edges and paths, and the versions of its Iceberg tables tied to its runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from pyspark.sql import SparkSession
 from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
+from lineage.query import history
+from lineage.query.store import LineageStore
 from lineage.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -36,6 +38,7 @@ def test_spark_listener_events_become_column_lineage(
             own_lake.kafka.topic,
             "--warehouse",
             str(shop),
+            "--second-round",
         ],
         cwd=REPO,
         capture_output=True,
@@ -82,3 +85,26 @@ def test_spark_listener_events_become_column_lineage(
         for p in paths
         if (p["target_dataset_id"], p["target_field"]) == (revenue, "revenue")
     } == {(orders, "price", 1, True)}
+
+    # Two writes of the orders (the Spark integration names each Iceberg snapshot), each read by one build
+    # of the report: the runs and versions the queries tie together.
+    store = LineageStore(own_lake)
+    nodes = store.nodes_of([orders, customers, revenue])
+    newer, older = history.dataset_versions(store, nodes[orders])
+    assert newer.source == older.source == history.PRODUCER and newer.version != older.version
+    [customers_version] = history.dataset_versions(store, nodes[customers])
+    latest_report, first_report = history.dataset_versions(store, nodes[revenue])
+    reads = history.versions_read(store, [first_report.run_id, latest_report.run_id])
+    read = {
+        (run, r.dataset.dataset_id): (r.version, r.reported, r.written_by and r.written_by.run_id)
+        for run, rows in reads.items()
+        for r in rows
+    }
+    assert read[(first_report.run_id, orders)] == (older.version, older.version, older.run_id)
+    assert read[(latest_report.run_id, orders)] == (newer.version, newer.version, newer.run_id)
+    chain = history.upstream_versions(store, nodes[revenue], latest_report.version, 1)
+    assert [(s.version.version, s.depth) for s in chain][:1] == [(latest_report.version, 0)]
+    assert {(s.version.dataset.dataset_id, s.version.version, s.depth) for s in chain[1:]} == {
+        (orders, newer.version, 1),
+        (customers, customers_version.version, 1),
+    }
