@@ -22,6 +22,7 @@ from lineage.cli.sql import sql_command
 from lineage.graph.render import FORMATS
 from lineage.query.answers import (
     DEFAULT_DEPTH,
+    diff_graph,
     diff_of,
     graph_dict,
     impact_of,
@@ -32,6 +33,7 @@ from lineage.query.answers import (
     version_lineage,
     versions_of,
 )
+from lineage.query.diff import diff as changes_between
 from lineage.query.diff import windows
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import (
@@ -308,6 +310,12 @@ def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_jso
 )
 @click.option("--base-to", "base_end", callback=_time, help="Its end (default: the start of --from).")
 @click.option("--depth", type=DEPTH, default=None, help="With NODE: hops around it (default: all).")
+@click.option(
+    "--graph",
+    "graph_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the graph page of the changes instead (offline HTML: appeared green, stopped red).",
+)
 @json_option
 @pass_context
 def diff(
@@ -318,12 +326,24 @@ def diff(
     base_start: datetime | None,
     base_end: datetime | None,
     depth: int | None,
+    graph_path: Path | None,
     as_json: bool,
 ) -> None:
     """What changed in the lineage between two windows (default: the last day against the week before),
     optionally around NODE: edges and column edges that appeared or stopped being observed, changed
     schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed."""
     base, current = windows(start, end, base_start, base_end)
+    if graph_path is not None:
+        from lineage.graph.render import render
+
+        page = diff_graph(ctx.store, changes_between(ctx.store, base, current, node=node, depth=depth), node)
+        try:
+            graph_path.parent.mkdir(parents=True, exist_ok=True)
+            graph_path.write_text(render(page, "html"), encoding="utf-8")
+        except OSError as exc:
+            raise SendFailed(f"cannot write {graph_path}: {exc.strerror or exc}") from exc
+        click.echo(f"wrote {graph_path} ({len(page['nodes'])} nodes, {len(page['edges'])} edges changed)")
+        return
     data = diff_of(ctx.store, base, current, node, depth)
     if as_json:
         output.emit_json(data)

@@ -15,7 +15,7 @@ from lineage.query import diff as diff_module
 from lineage.query import history
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
-from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
+from lineage.query.nodes import BOTH, DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
 from lineage.query.store import LineageStore
 from lineage.query.text import iso, transformation_label
 
@@ -462,4 +462,67 @@ def diff_of(
     if node is not None:
         data["node"] = dict(node_json(store, store.resolve(node)))
         data["depth"] = depth
+    return data
+
+
+def diff_graph(store: LineageStore, changes: diff_module.Diff, node: str | None = None) -> dict[str, Any]:
+    """The renderer's input for a diff: the jobs and datasets of every edge and column edge that appeared
+    or stopped being observed, those edges with their ``change`` (``added``, ``removed``), and in the
+    nodes' details the schema changes and run outcome changes. The root is ``node`` when given."""
+    ids = {e[2] for side in changes.job_edges for e in side} | {s[0] for s in changes.schemas}
+    for column_side in changes.column_edges:
+        for column in column_side:
+            ids |= {column[0], column[2]}
+    datasets = store.nodes_of(ids)
+    jobs = {(e[0], e[1]) for side in changes.job_edges for e in side}
+    jobs |= {(ns, name) for ns, name, _before, _after in changes.outcomes}
+    root = store.resolve(node) if node is not None else None
+    nodes = [*datasets.values(), *(Node(JOB, ns, name) for ns, name in sorted(jobs))]
+    if root is not None and root not in nodes:
+        nodes.append(root)
+    if not nodes:
+        return {"root": None, "direction": BOTH, "generated_at": iso(datetime.now(UTC)), "nodes": [],
+                "edges": [], "column_edges": []}  # fmt: skip
+    walk = Traversal(root or nodes[0], BOTH, None, hops={n: 0 if n == root else 1 for n in nodes})
+    change: dict[tuple[str, str, str], str] = {}
+    for kind, side in (("added", changes.job_edges[0]), ("removed", changes.job_edges[1])):
+        for ns, name, dataset_id, direction in side:
+            dataset = datasets.get(dataset_id)
+            if dataset is not None:
+                edge = (dataset, Node(JOB, ns, name), direction)
+                walk.edges.add(edge)
+                change[edge_ends(*edge)] = kind
+    column_change: dict[tuple[Any, ...], str] = {}
+    for kind, columns in (("added", changes.column_edges[0]), ("removed", changes.column_edges[1])):
+        for source, source_field, target, target_field, ns, name in columns:
+            walk.column_edges.append(
+                {"source_dataset_id": source, "source_field": source_field, "target_dataset_id": target,
+                 "target_field": target_field, "job_namespace": ns, "job_name": name}
+            )  # fmt: skip
+            ends = (datasets.get(source), source_field, datasets.get(target), target_field)
+            if ends[0] is not None and ends[2] is not None:
+                column_change[(ends[0].id, source_field, ends[2].id, target_field)] = kind
+    data = graph_dict(store, walk)
+    if root is None:
+        data["root"] = None
+    for edge in data["edges"]:
+        edge["change"] = change.get((edge["source"], edge["target"], edge["kind"]))
+    for edge in data["column_edges"]:
+        key = (edge["source"], edge["source_field"], edge["target"], edge["target_field"])
+        edge["change"] = column_change.get(key)
+    notes: dict[str, dict[str, str]] = {}
+    for dataset_id, _old, _new, added, removed, retyped in changes.schemas:
+        if dataset_id in datasets:
+            text = (
+                [f"+{f}" for f in added]
+                + [f"-{f}" for f in removed]
+                + [f"~{n} {b}->{a}" for n, b, a in retyped]
+            )
+            notes[datasets[dataset_id].id] = {
+                "schema change": " ".join(text) or "reordered or described anew"
+            }
+    for ns, name, before, after in changes.outcomes:
+        notes[Node(JOB, ns, name).id] = {"outcome change": f"{before[2]} -> {after[2]} (run {after[1]})"}
+    for entry in data["nodes"]:
+        entry["details"] = {**notes.get(entry["id"], {}), **entry["details"]}
     return data

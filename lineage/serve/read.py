@@ -22,6 +22,7 @@ from aiohttp import web
 
 from lineage.graph.render import FORMATS
 from lineage.query import answers, versions
+from lineage.query.diff import diff as diff_windows
 from lineage.query.diff import windows
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.nodes import (
@@ -622,9 +623,11 @@ async def dataset_history(request: web.Request) -> web.Response:
 
 async def lineage_diff(request: web.Request) -> web.Response:
     """What changed between two windows, as ``lineage diff --json``: ``from``, ``to``, ``base_from``,
-    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops."""
+    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops; ``format=html`` the
+    graph page of the changes (``lineage diff --graph``)."""
     node = request.query.get("node") or None
     depth = _int(request, "depth", None)
+    fmt = _choice(request, "format", ("json", "html"))
 
     def work(store: IndexedStore) -> Any:
         base, current = windows(
@@ -633,7 +636,13 @@ async def lineage_diff(request: web.Request) -> web.Response:
             _time(request, "base_from"),
             _time(request, "base_to"),
         )
-        return answers.diff_of(store, base, current, node, depth)
+        if fmt == "json":
+            return answers.diff_of(store, base, current, node, depth)
+        from lineage.graph.render import render
+
+        changes = diff_windows(store, base, current, node=node, depth=depth)
+        page = render(answers.diff_graph(store, changes, node), "html")
+        return web.Response(text=page, content_type="text/html", charset="utf-8")
 
     return await _answer(request, work)
 

@@ -5,13 +5,17 @@ streaming run reports its datasets once and keeps running across both windows.""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
 from lineage.cli import main
+from lineage.graph.render import render
 from lineage.query import answers
 from lineage.query.diff import Window, diff, windows
 from lineage.query.errors import LookupError_
@@ -129,9 +133,20 @@ def store() -> IndexedStore:
         [("_facet", S), ("source_dataset_id", S), ("source_field", S), ("target_dataset_id", S),
          ("target_field", S), ("job_namespace", S), ("job_name", S)],
     )  # fmt: skip
+    summary = table(
+        [
+            {"job_namespace": "etl", "job_name": j, "last_run_state": None, "last_run_id": None,
+             "last_run_reported_state": None, "run_count": 1, "lost_runs": 0, "failed_runs": 0}
+            for j in sorted(set(JOB_OF.values()))
+        ],
+        [("job_namespace", S), ("job_name", S), ("last_run_state", S), ("last_run_id", S),
+         ("last_run_reported_state", S), ("run_count", pa.int64()), ("lost_runs", pa.int64()),
+         ("failed_runs", pa.int64())],
+    )  # fmt: skip
     return IndexedStore(
         Settings(),
         {
+            "job_summary": summary,
             "datasets": datasets,
             "dataset_aliases": aliases,
             "jobs": jobs,
@@ -218,3 +233,42 @@ def test_the_cli_and_json_spell_the_same_diff(monkeypatch: pytest.MonkeyPatch) -
     assert "  - etl/report -> ns/summary" in text
     assert "  ~ ns/orders: +total ~id long->string" in text
     assert "  ~ etl/report: COMPLETE -> FAIL (run c2)" in text
+
+
+def test_the_graph_of_a_diff_colours_what_appeared_and_what_stopped(tmp_path: Path) -> None:
+    s = store()
+    base, current = windows(now=NOW)
+    graph = answers.diff_graph(s, diff(s, base, current))
+    assert graph["root"] is None
+    assert {(e["source"], e["target"], e["change"]) for e in graph["edges"]} == {
+        ("dataset:ns/prices", "job:etl/load", "added"),
+        ("job:etl/new", "dataset:ns/archive", "added"),
+        ("job:etl/new", "dataset:ns/summary", "added"),
+        ("job:etl/old", "dataset:ns/legacy", "removed"),
+        ("job:etl/report", "dataset:ns/summary", "removed"),
+    }
+    assert {(e["source_field"], e["target_field"], e["change"]) for e in graph["column_edges"]} == {
+        ("p", "total", "added"),
+        ("id", "n", "removed"),
+    }
+    details = {n["id"]: n["details"] for n in graph["nodes"]}
+    assert details["dataset:ns/orders"]["schema change"] == "+total ~id long->string"
+    assert details["job:etl/report"]["outcome change"] == "COMPLETE -> FAIL (run c2)"
+    page = render(graph, "html")
+    data = json.loads(
+        re.search(r'<script id="graph-data" type="application/json">(.*?)</script>', page, re.S)[1]
+    )
+    assert data["styles"]["added"] != data["styles"]["removed"]
+    assert {e["change"] for e in data["graph"]["edges"]} == {"added", "removed"}
+    # the CLI writes the same page
+    out = tmp_path / "diff.html"
+    args = ["diff", "--from", ago(24).isoformat(), "--to", NOW.isoformat(), "--graph", str(out)]
+    result = _cli(s, args)
+    assert result.output == f"wrote {out} ({len(graph['nodes'])} nodes, 5 edges changed)\n"
+    assert '"change":"added"' in out.read_text().replace(" ", "")
+
+
+def _cli(s: IndexedStore, args: list[str]) -> Any:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(main.Context, "store", property(lambda _self: s))
+        return CliRunner().invoke(main.cli, args)
