@@ -90,21 +90,38 @@ def test_spark_listener_events_become_column_lineage(
     # of the report: the runs and versions the queries tie together.
     store = LineageStore(own_lake)
     nodes = store.nodes_of([orders, customers, revenue])
-    newer, older = history.dataset_versions(store, nodes[orders])
-    assert newer.source == older.source == history.PRODUCER and newer.version != older.version
-    [customers_version] = history.dataset_versions(store, nodes[customers])
-    latest_report, first_report = history.dataset_versions(store, nodes[revenue])
-    reads = history.versions_read(store, [first_report.run_id, latest_report.run_id])
-    read = {
-        (run, r.dataset.dataset_id): (r.version, r.reported, r.written_by and r.written_by.run_id)
+
+    def shown(found: list[history.DatasetVersion]) -> list[tuple]:
+        return [(v.version, v.source, v.job_name, v.lifecycle_states) for v in found]
+
+    order_versions = history.dataset_versions(store, nodes[orders])
+    snapshots = [v for v in order_versions if v.source == history.PRODUCER]
+    assert len(snapshots) == 2, shown(order_versions)
+    newer, older = snapshots
+    customer_snapshots = [
+        v for v in history.dataset_versions(store, nodes[customers]) if v.source == history.PRODUCER
+    ]
+    assert len(customer_snapshots) == 1, shown(history.dataset_versions(store, nodes[customers]))
+    report_versions = history.dataset_versions(store, nodes[revenue])
+    reads = history.versions_read(store, [v.run_id for v in report_versions])
+    read_orders = {
+        run: (r.version, r.reported, r.written_by and r.written_by.run_id)
         for run, rows in reads.items()
         for r in rows
+        if r.dataset.dataset_id == orders
     }
-    assert read[(first_report.run_id, orders)] == (older.version, older.version, older.run_id)
-    assert read[(latest_report.run_id, orders)] == (newer.version, newer.version, newer.run_id)
+    latest_report = report_versions[0]
+    # the rebuild read the second snapshot, the first build the first: named by the reads themselves
+    assert read_orders[latest_report.run_id] == (newer.version, newer.version, newer.run_id), shown(
+        report_versions
+    )
+    assert (older.version, older.version, older.run_id) in read_orders.values(), (
+        read_orders,
+        shown(snapshots),
+    )
     chain = history.upstream_versions(store, nodes[revenue], latest_report.version, 1)
     assert [(s.version.version, s.depth) for s in chain][:1] == [(latest_report.version, 0)]
     assert {(s.version.dataset.dataset_id, s.version.version, s.depth) for s in chain[1:]} == {
         (orders, newer.version, 1),
-        (customers, customers_version.version, 1),
+        (customers, customer_snapshots[0].version, 1),
     }
