@@ -226,12 +226,17 @@ def _column_edges(
         ends = (row["source_dataset_id"], row["source_field"], row["target_dataset_id"], row["target_field"])
         edges.setdefault(row["_facet"], set()).add(ends)
         jobs[row["_facet"]] = (row["job_namespace"], row["job_name"])
+    # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
+    # and the facet tables are read whole.
+    known = store.nodes_of({end for ends in edges.values() for e in ends for end in (e[0], e[2])})
     for ids, seen in zip(writing, out, strict=True):
         for facet_run in facet_runs:
             facet = facet_run["_facet"]
             if facet_run["run_id"] in ids and facet in edges:
                 ns, name = jobs[facet]
-                seen.column_edges.update((s, sf, t, tf, ns, name) for s, sf, t, tf in edges[facet])
+                seen.column_edges.update(
+                    (s, sf, t, tf, ns, name) for s, sf, t, tf in edges[facet] if s in known and t in known
+                )
 
 
 def _fields(store: LineageStore, hashes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:

@@ -126,6 +126,10 @@ def store() -> IndexedStore:
             {"_facet": "f1", "source_dataset_id": "orders", "source_field": "id",
              "target_dataset_id": "summary", "target_field": "n", "job_namespace": "etl",
              "job_name": "report"},
+            # from a dataset the store does not hold (a scoped key's store): left out
+            {"_facet": "f2", "source_dataset_id": "hidden", "source_field": "h",
+             "target_dataset_id": "orders", "target_field": "total", "job_namespace": "etl",
+             "job_name": "load"},
             {"_facet": "f2", "source_dataset_id": "prices", "source_field": "p",
              "target_dataset_id": "orders", "target_field": "total", "job_namespace": "etl",
              "job_name": "load"},
