@@ -235,8 +235,9 @@ def test_run_io_keeps_the_version_and_schema_each_run_read_or_wrote(spark: Spark
             ),
         ],
     )
-    mentions = model.dataset_mentions(events)
-    aliases = model.dataset_aliases(mentions, max_iterations=3)
+    # Materialised once, as the build does: three outputs below read them.
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
     names = _ids(model.datasets(mentions, aliases))
     got = {
         (r.run_id, names[r.dataset_id], r.direction): (r.dataset_version, r.schema_hash)
