@@ -39,6 +39,7 @@ import signal
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -472,11 +473,10 @@ class _Build:
 
     def _liveness_settings_changed(self) -> bool:
         """Whether the last build's ``build_state`` commit recorded other liveness settings than this
-        build's (or none: a lake of an earlier version, or a commit a compaction rewrote)."""
-        rows = self.spark.sql(
-            f"SELECT summary FROM {self.t(STATE_TABLE)}.snapshots ORDER BY committed_at DESC LIMIT 1"
-        ).collect()
-        recorded = (rows[0]["summary"] or {}).get(LIVENESS_PROPERTY) if rows else None
+        build's (or none: a lake of an earlier version, or a commit a compaction rewrote). Read from the
+        commit's summary through pyiceberg (metadata only, no Spark job)."""
+        summary = last_state_summary(self.settings)
+        recorded = None if summary is None else summary.get(LIVENESS_PROPERTY)
         return recorded != liveness_settings(self.settings)
 
     def _fold_dependencies(self, delta: DataFrame) -> None:
@@ -1048,15 +1048,13 @@ def up_to_date(settings: Settings) -> int | None:
     try:
         catalog = open_catalog(catalog_settings)
         _, namespace, name = catalog_settings.events_table.split(".")  # catalog.namespace.table
-        raw = catalog.load_table((namespace, name))
-        state = catalog.load_table((catalog_settings.lineage_namespace, STATE_TABLE)).current_snapshot()
+        current = catalog.load_table((namespace, name)).metadata.current_snapshot_id
     except Exception as exc:  # no such table, no catalog yet: the long way says what is missing
         log.debug("up-to-date check: %s", exc)
         return None
-    current = raw.metadata.current_snapshot_id
-    if current is None or state is None:
+    summary = last_state_summary(settings, catalog)
+    if current is None or summary is None:
         return None
-    summary = state.summary.additional_properties if state.summary is not None else {}
     if (
         summary.get(MODE_PROPERTY) in FINISHED_MODES
         and summary.get(FORMAT_PROPERTY) == build_format()
@@ -1064,6 +1062,23 @@ def up_to_date(settings: Settings) -> int | None:
     ):
         return int(current)
     return None
+
+
+def last_state_summary(settings: Settings, catalog: Any = None) -> dict[str, str] | None:
+    """The summary properties of ``build_state``'s current snapshot (the last build's commit), through
+    pyiceberg (``catalog``, else one opened from the settings); None when there is no such table or
+    commit yet."""
+    from lineage.io.catalog import open_catalog
+
+    try:
+        catalog = catalog or open_catalog(settings.catalog)
+        state = catalog.load_table((settings.catalog.lineage_namespace, STATE_TABLE)).current_snapshot()
+    except Exception as exc:  # no such table, no catalog yet
+        log.debug("build_state summary: %s", exc)
+        return None
+    if state is None:
+        return None
+    return dict(state.summary.additional_properties) if state.summary is not None else {}
 
 
 def has_new_events(spark: SparkSession, settings: Settings) -> bool:

@@ -335,9 +335,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
             entry["details"] = {
                 "aliases": sorted(
                     f"{a['alias_namespace']}/{a['alias_name']} ({a['alias_kind']})"
-                    for a in store.aliases
-                    if a["dataset_id"] == node.dataset_id
-                    and (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
+                    for a in store.aliases_of.get(node.dataset_id or "", [])
+                    if (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
                 ),
                 "first seen": iso(row.get("first_seen")),
                 "last seen": iso(row.get("last_seen")),

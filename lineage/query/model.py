@@ -71,6 +71,14 @@ class LineageModel(LakeTables):
         return list(self._alias_columns.to_pylist())
 
     @cached_property
+    def aliases_of(self) -> dict[str, list[dict]]:
+        """dataset id -> its alias rows (every name it is known by, its own included)."""
+        found: dict[str, list[dict]] = {}
+        for alias in self.aliases:
+            found.setdefault(alias["dataset_id"], []).append(alias)
+        return found
+
+    @cached_property
     def job_keys(self) -> set[tuple[str, str]]:
         table = self.arrow("jobs", ("job_namespace", "job_name"))
         found = set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))

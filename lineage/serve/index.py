@@ -111,7 +111,7 @@ class IndexedStore(LineageStore):
 
     def warm(self) -> IndexedStore:
         """Build every lazily computed lookup now, in the loader, not in the first requests."""
-        for name in ("datasets", "dataset_nodes", "aliases", "job_keys", "jobs", "job_summary"):
+        for name in ("datasets", "dataset_nodes", "aliases", "aliases_of", "job_keys", "jobs", "job_summary"):
             getattr(self, name)
         for name in (
             "column_edge_rows",

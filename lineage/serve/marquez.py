@@ -150,21 +150,27 @@ def _job_io(store: IndexedStore, namespace: str, name: str) -> tuple[list[dict],
 
 
 def run_json(
-    store: IndexedStore, row: dict[str, Any], job_version: str | bool | None = True
+    store: IndexedStore,
+    row: dict[str, Any],
+    job_version: str | bool | None = True,
+    io_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Marquez's ``Run`` (+ ``inferredState``, ``livenessReason``, ``errorMessage``, parent run).
 
     Each input and output is a dataset version (``inputDatasetVersions``/``outputDatasetVersions``,
     :func:`io_version`): the version the run wrote, or the one it read. ``jobVersion`` names
     the run's job version (:mod:`lineage.query.versions`; null until the run ended, as Marquez's):
-    ``job_version`` gives it when the caller knows it (None: none), True looks it up.
+    ``job_version`` gives it when the caller knows it (None: none), True looks it up. ``io_rows`` are the
+    run's ``run_io`` rows when the caller read them already (:func:`latest_runs`), else they are read.
     """
     if job_version is True:
         job_version = run_versions(store, [row]).get(row["run_id"])
+    if io_rows is None:
+        io_rows = store.run_datasets(row["run_id"])
     duration = row.get("duration_seconds")
     inputs: list[dict] = []
     outputs: list[dict] = []
-    for io in store.run_datasets(row["run_id"]):
+    for io in io_rows:
         ref = _dataset_ref(store, io["dataset_id"])
         if ref is not None:
             version = io_version(store, io)
@@ -203,26 +209,43 @@ def run_json(
     }
 
 
-def job_json(store: IndexedStore, node: Node) -> dict[str, Any]:
+def latest_runs(store: IndexedStore, nodes: Iterable[Node]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(namespace, name) -> Marquez's ``Run`` of each job's latest run (as of now), for the jobs of
+    ``nodes`` that have one: the runs, their job versions and their datasets read once for all of them
+    (a lineage graph or a job list holds hundreds of jobs; one lookup per job read the runs table each time).
+    """
+    wanted: dict[str, tuple[str, str]] = {}
+    for node in nodes:
+        run_id = store.job_summary.get((node.namespace, node.name), {}).get("last_run_id")
+        if run_id:
+            wanted[run_id] = (node.namespace, node.name)
+    if not wanted:
+        return {}
+    ex = expressions()
+    rows = [liveness.as_of(r) for r in store.rows("runs", row_filter=ex.In("run_id", list(wanted)))]
+    versions = run_versions(store, rows)
+    io = store.runs_datasets([r["run_id"] for r in rows])
+    return {
+        wanted[r["run_id"]]: run_json(store, r, versions.get(r["run_id"]), io.get(r["run_id"], []))
+        for r in rows
+    }
+
+
+def job_json(
+    store: IndexedStore, node: Node, latest_of: dict[tuple[str, str], dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Marquez's ``Job`` (+ ``latestRunInferredState``, ``integration``, ``processingType``).
 
     ``tags`` is always a list (Marquez's web UI reads it unconditionally); ``latestRuns`` is left out
     when the job has no run (the UI's job cards take an empty list for a run to draw) and holds the
-    latest run otherwise.
+    latest run otherwise. ``latest_of`` is :func:`latest_runs` of the jobs a caller answers together.
     """
-    job = store.jobs.get((node.namespace, node.name), {})
-    summary = store.job_summary.get((node.namespace, node.name), {})
+    key = (node.namespace, node.name)
+    job = store.jobs.get(key, {})
+    summary = store.job_summary.get(key, {})
     inputs, outputs = _job_io(store, node.namespace, node.name)
-    latest = None
-    current = None
-    if summary.get("last_run_id"):
-        try:
-            row = store.run(summary["last_run_id"])
-        except UnknownNode:
-            row = None
-        if row is not None:
-            current = run_versions(store, [row]).get(row["run_id"])
-            latest = run_json(store, row, current)
+    latest = (latest_runs(store, [node]) if latest_of is None else latest_of).get(key)
+    current = None if latest is None else latest["jobVersion"]["version"]
     processing = (job.get("processing_type") or "").upper()
     parent = job.get("parent_job_name")
     parent_namespace = job.get("parent_job_namespace") or node.namespace
@@ -468,9 +491,8 @@ def dataset_json(store: IndexedStore, node: Node) -> dict[str, Any]:
     aliases = sorted(
         (
             {"namespace": a["alias_namespace"], "name": a["alias_name"], "kind": a["alias_kind"]}
-            for a in store.aliases
-            if a["dataset_id"] == node.dataset_id
-            and (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
+            for a in store.aliases_of.get(node.dataset_id or "", [])
+            if (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
         ),
         key=lambda a: (a["namespace"], a["name"]),
     )
@@ -539,8 +561,9 @@ def lineage_graph(store: IndexedStore, root: Node, depth: int) -> dict[str, Any]
         out_edges.setdefault(origin, []).append(edge)
         in_edges.setdefault(destination, []).append(edge)
     graph = []
+    latest = latest_runs(store, (n for n in walk.hops if n.kind == JOB))
     for node, hops in sorted(walk.hops.items(), key=lambda item: marquez_id(item[0])):  # by id, as Marquez
-        data = dataset_json(store, node) if node.kind == DATASET else job_json(store, node)
+        data = dataset_json(store, node) if node.kind == DATASET else job_json(store, node, latest)
         graph.append(
             {
                 "id": marquez_id(node),

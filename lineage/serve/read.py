@@ -250,6 +250,12 @@ async def namespace(request: web.Request) -> web.Response:
     return await _answer(request, work)
 
 
+def _jobs_json(store: IndexedStore, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    nodes = [store.job_node(*k) for k in keys]
+    latest = marquez.latest_runs(store, nodes)
+    return [marquez.job_json(store, node, latest) for node in nodes]
+
+
 async def jobs(request: web.Request) -> web.Response:
     name = request.match_info["namespace"]
     limit, offset = _paging(request)
@@ -257,8 +263,7 @@ async def jobs(request: web.Request) -> web.Response:
     def work(store: IndexedStore) -> Any:
         keys = sorted(k for k in store.job_keys if k[0] == name)
         chosen = marquez.page(keys, limit, offset)
-        listed = [marquez.job_json(store, store.job_node(*k)) for k in chosen]
-        return {"jobs": listed, "totalCount": len(keys)}
+        return {"jobs": _jobs_json(store, chosen), "totalCount": len(keys)}
 
     return await _answer(request, work)
 
@@ -420,7 +425,7 @@ async def all_jobs(request: web.Request) -> web.Response:
             ]
         chosen = marquez.page(keys, limit, offset)
         return {
-            "jobs": [marquez.job_json(store, store.job_node(*k)) for k in chosen],
+            "jobs": _jobs_json(store, chosen),
             "totalCount": len(keys),
         }
 

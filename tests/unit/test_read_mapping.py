@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -194,6 +195,47 @@ def test_lineage_graph_edges_point_from_producer_to_consumer() -> None:
     assert graph["job:etl:load"]["outEdges"] == [edge_out]
     assert graph["dataset:s3://lake:db/totals"]["inEdges"] == [edge_out]
     assert graph["dataset:s3://lake:db/totals"]["type"] == "DATASET"
+
+
+def test_a_graph_reads_the_latest_runs_of_all_its_jobs_at_once() -> None:
+    tables = dict(tiny_store()._tables)
+    run_report = "33333333-3333-4333-8333-333333333333"
+
+    def more(name: str, *rows: dict) -> None:
+        tables[name] = pa.concat_tables(
+            [tables[name], pa.Table.from_pylist(list(rows), schema=tables[name].schema)]
+        )
+
+    more("jobs", {"job_namespace": "etl", "job_name": "report", "first_seen": T1, "last_seen": T1})
+    more("job_summary", {"job_namespace": "etl", "job_name": "report", "last_run_id": run_report,
+                         "last_run_state": "COMPLETE", "last_run_reported_state": "COMPLETE"})  # fmt: skip
+    more(
+        "job_edges", {"job_namespace": "etl", "job_name": "report", "dataset_id": "d2", "direction": "input"}
+    )
+    more("runs", {"run_id": run_report, "job_namespace": "etl", "job_name": "report",
+                  "reported_state": "COMPLETE", "inferred_state": "COMPLETE", "started_at": T1, "last_event_at": T1})  # fmt: skip
+    more("run_io", {"run_id": run_report, "dataset_id": "d2", "direction": "input", "first_seen": T1})
+    store = IndexedStore(Settings(), tables).warm()
+    store.job_summary[("etl", "load")]["last_run_id"] = RUN_DONE
+    alone = marquez.job_json(store, store.job_node("etl", "load"))
+    report = marquez.job_json(store, store.job_node("etl", "report"))
+    reads: list[str] = []
+    read = store.arrow
+
+    def counted(table: str, columns: Any = None, row_filter: Any = None) -> Any:
+        reads.append(table)
+        return read(table, columns, row_filter)
+
+    store.arrow = counted  # type: ignore[method-assign]
+    graph = {n["id"]: n for n in marquez.lineage_graph(store, store.dataset_nodes["d2"], 5)["graph"]}
+    assert graph["job:etl:load"]["data"] == alone and graph["job:etl:report"]["data"] == report
+    assert report["latestRun"]["inputDatasetVersions"][0]["datasetVersionId"]["name"] == "db/totals"
+    written = alone["latestRun"]["outputDatasetVersions"]
+    assert [(v["datasetVersionId"]["name"], v["datasetVersionId"]["version"]) for v in written] == [
+        ("db/totals", marquez.dataset_version_id("d2", 2))
+    ]
+    assert alone["latestRun"]["id"] == RUN_DONE and alone["currentVersion"] is not None
+    assert reads.count("runs") == 1  # one read for every job of the graph, not one per job
 
 
 def test_job_tags_and_latest_runs() -> None:
