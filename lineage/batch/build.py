@@ -142,8 +142,9 @@ FORMAT_PROPERTY = "lineage.build-format"
 LIVENESS_PROPERTY = "lineage.liveness-settings"
 # Columns of model tables this version writes that an earlier version's did not (or the other way round):
 # a lake whose table differs gets a full recompute from its extracted form on its first build. runs: the
-# liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock).
-MODEL_COLUMNS = {"runs": ("lost_after",)}
+# liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock). run_io: the
+# version and schema each run read or wrote (dataset versions tied to runs).
+MODEL_COLUMNS = {"runs": ("lost_after",), "run_io": ("dataset_version", "schema_hash")}
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.

@@ -22,13 +22,19 @@ from lineage.cli.sql import sql_command
 from lineage.graph.render import FORMATS
 from lineage.query.answers import (
     DEFAULT_DEPTH,
+    diff_graph,
+    diff_of,
     graph_dict,
     impact_of,
     run_detail,
     run_json,
     state_names,
     traversal_json,
+    version_lineage,
+    versions_of,
 )
+from lineage.query.diff import diff as changes_between
+from lineage.query.diff import windows
 from lineage.query.errors import LookupError_
 from lineage.query.health import health_of
 from lineage.query.nodes import (
@@ -271,6 +277,93 @@ def run(ctx: Context, run_id: str, as_json: bool) -> None:
         output.emit_json(data)
     else:
         output.print_run(data)
+
+
+@cli.command()
+@click.argument("dataset")
+@click.option(
+    "--version",
+    "version",
+    help="One version (the producer's id, or the writing run's id or a unique prefix): show it and the "
+    "versions upstream of it.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(0, MAX_INT),
+    default=DEFAULT_DEPTH,
+    show_default=True,
+    help="With --version: how many writes upstream to follow.",
+)
+@json_option
+@pass_context
+def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_json: bool) -> None:
+    """A dataset's versions (one per write), newest first, each with the run that wrote it; with
+    --version, the chain of versions it was built from."""
+    if version is None:
+        data = versions_of(ctx.store, dataset)
+        if as_json:
+            output.emit_json(data)
+        else:
+            output.print_versions(data)
+        return
+    data = version_lineage(ctx.store, dataset, version, depth)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_version_lineage(data)
+
+
+@cli.command()
+@click.argument("node", required=False)
+@click.option("--from", "start", callback=_time, help="Start of the window looked at (default: a day ago).")
+@click.option("--to", "end", callback=_time, help="Its end (default: now).")
+@click.option(
+    "--base-from",
+    "base_start",
+    callback=_time,
+    help="Start of the window compared with (default: a week before the end of the base window).",
+)
+@click.option("--base-to", "base_end", callback=_time, help="Its end (default: the start of --from).")
+@click.option("--depth", type=DEPTH, default=None, help="With NODE: hops around it (default: all).")
+@click.option(
+    "--graph",
+    "graph_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the graph page of the changes instead (offline HTML: appeared green, stopped red).",
+)
+@json_option
+@pass_context
+def diff(
+    ctx: Context,
+    node: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    base_start: datetime | None,
+    base_end: datetime | None,
+    depth: int | None,
+    graph_path: Path | None,
+    as_json: bool,
+) -> None:
+    """What changed in the lineage between two windows (default: the last day against the week before),
+    optionally around NODE: edges and column edges that appeared or stopped being observed, changed
+    schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed."""
+    base, current = windows(start, end, base_start, base_end)
+    if graph_path is not None:
+        from lineage.graph.render import render
+
+        page = diff_graph(ctx.store, changes_between(ctx.store, base, current, node=node, depth=depth), node)
+        try:
+            graph_path.parent.mkdir(parents=True, exist_ok=True)
+            graph_path.write_text(render(page, "html"), encoding="utf-8")
+        except OSError as exc:
+            raise SendFailed(f"cannot write {graph_path}: {exc.strerror or exc}") from exc
+        click.echo(f"wrote {graph_path} ({len(page['nodes'])} nodes, {len(page['edges'])} edges changed)")
+        return
+    data = diff_of(ctx.store, base, current, node, depth)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_diff(data)
 
 
 @cli.command("close-run")

@@ -268,3 +268,108 @@ def print_run(data: dict[str, Any]) -> None:
             [(d["direction"], d["dataset"], d["row_count"]) for d in data["datasets"]],
             indent="  ",
         )
+    read, written = data.get("versions_read") or [], data.get("versions_written") or []
+    echo(f"versions read ({len(read)})")
+    if read:
+        table(
+            ["dataset", "version", "written by run", "job"],
+            [(r["dataset"], r["version"], r["written_by_run_id"], r["written_by_job"]) for r in read],
+            indent="  ",
+        )
+    echo(f"versions written ({len(written)})")
+    if written:
+        table(
+            ["dataset", "version", "rows", "schema", "lifecycle"],
+            [
+                (v["dataset"], v["version"], v["row_count"], v["schema_version"], _lifecycle(v))
+                for v in written
+            ],
+            indent="  ",
+        )
+
+
+def _lifecycle(version: dict[str, Any]) -> str | None:
+    return ",".join(version["lifecycle_states"]) or None
+
+
+def print_versions(data: dict[str, Any]) -> None:
+    """A dataset's versions, newest first: the write that made each, its schema and statistics."""
+    echo(f"{data['dataset']['label']}: {len(data['versions'])} versions")
+    if data["versions"]:
+        table(
+            ["version", "written", "run", "job", "state", "rows", "schema", "lifecycle"],
+            [
+                (
+                    v["version"],
+                    v["written_at"],
+                    v["run_id"],
+                    v["job"],
+                    v["run_state"],
+                    v["row_count"],
+                    v["schema_version"],
+                    _lifecycle(v),
+                )
+                for v in data["versions"]
+            ],
+        )
+
+
+def print_version_lineage(data: dict[str, Any]) -> None:
+    """A version and the versions upstream of it, nearest first, each with what its writer read."""
+    for step in data["steps"]:
+        indent = "  " * step["depth"]
+        echo(
+            f"{indent}{step['dataset']} @ {step['version']}  written {_cell(step['written_at'])} by "
+            f"{_cell(step['job'])} run {step['run_id']} ({_cell(step['run_state'])})"
+        )
+        for read in step["inputs"]:
+            writer = read["written_by_run_id"]
+            echo(
+                f"{indent}  read {read['dataset']} @ {_cell(read['version'])}"
+                + (f"  (written by run {writer})" if writer else "  (writer unknown)")
+            )
+
+
+def print_diff(data: dict[str, Any]) -> None:
+    """A diff of two windows: ``+`` appeared (or started), ``-`` stopped being observed, ``~`` changed."""
+    base, current = data["base"], data["current"]
+    echo(f"{current['from']} .. {current['to']} against {base['from']} .. {base['to']}")
+    sections = (
+        ("job edges", data["job_edges"]["appeared"], data["job_edges"]["stopped"], _job_edge_text),
+        ("dataset edges", data["dataset_edges"]["appeared"], data["dataset_edges"]["stopped"], _flow_text),
+        ("column edges", data["column_edges"]["appeared"], data["column_edges"]["stopped"], _column_text),
+        ("writers", data["writers"]["started"], data["writers"]["stopped"], _writer_text),
+    )
+    for title, added, removed, text in sections:
+        echo(f"{title} (+{len(added)} -{len(removed)})")
+        for sign, items in (("+", added), ("-", removed)):
+            for item in items:
+                echo(f"  {sign} {text(item)}")
+    echo(f"schemas changed ({len(data['schemas'])})")
+    for schema in data["schemas"]:
+        changes = [f"+{f}" for f in schema["fields_added"]] + [f"-{f}" for f in schema["fields_removed"]]
+        changes += [f"~{f['name']} {f['before']}->{f['after']}" for f in schema["fields_retyped"]]
+        echo(f"  ~ {schema['dataset']}: {' '.join(changes) or 'fields reordered or described anew'}")
+    echo(f"run outcomes changed ({len(data['outcomes'])})")
+    for change in data["outcomes"]:
+        before, after = change["before"], change["after"]
+        echo(f"  ~ {change['job']}: {before['state']} -> {after['state']} (run {after['run_id']})")
+
+
+def _job_edge_text(edge: dict[str, Any]) -> str:
+    if edge["direction"] == "input":
+        return f"{edge['dataset']} -> {edge['job']}"
+    return f"{edge['job']} -> {edge['dataset']}"
+
+
+def _flow_text(edge: dict[str, Any]) -> str:
+    return f"{edge['source']} -> {edge['target']} (via {edge['job']})"
+
+
+def _column_text(edge: dict[str, Any]) -> str:
+    target = edge["target"] if edge["target_field"] is None else f"{edge['target']}.{edge['target_field']}"
+    return f"{edge['source']}.{edge['source_field']} -> {target} (via {edge['job']})"
+
+
+def _writer_text(entry: dict[str, Any]) -> str:
+    return f"{entry['job']} writes {entry['dataset']}"

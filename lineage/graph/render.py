@@ -1,7 +1,8 @@
 """Render a lineage graph dict (built by ``lineage graph``) as an HTML page, Graphviz DOT, Mermaid or JSON.
 
 The graph dict holds ``root``, ``direction``, ``generated_at``, ``nodes`` (jobs and datasets with their
-``fields``), ``edges`` (dataset read by / written by a job) and ``column_edges`` (field to field).
+``fields``), ``edges`` (dataset read by / written by a job) and ``column_edges`` (field to field); an
+edge's ``change`` (``added``, ``removed``: a diff's graph) colours it on the HTML page.
 Every string in it is untrusted: names may hold quotes, ``<``, ``</script>``, backslashes, newlines or
 any unicode, so each format escapes them its own way and never uses a raw name as an identifier.
 """
@@ -52,6 +53,9 @@ HEALTH_STYLES: dict[str, Style] = {
 EDGE_COLOR = "#64748b"
 COLUMN_EDGE_COLOR = "#db2777"
 ROOT_COLOR = "#f59e0b"
+# A diff's graph: edges that appeared and edges that stopped being observed (an edge's ``change``).
+ADDED_COLOR = "#16a34a"
+REMOVED_COLOR = "#dc2626"
 
 # The files of the page, read from the package so that the CLI works from an installed wheel too.
 _TEMPLATE = "page.html"
@@ -333,6 +337,8 @@ def _page_data(graph: Graph, checked: _Checked) -> dict[str, Any]:
             "edge": EDGE_COLOR,
             "column_edge": COLUMN_EDGE_COLOR,
             "root": ROOT_COLOR,
+            "added": ADDED_COLOR,
+            "removed": REMOVED_COLOR,
         },
     }
 

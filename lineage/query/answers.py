@@ -11,10 +11,12 @@ from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any
 
+from lineage.query import diff as diff_module
+from lineage.query import history
 from lineage.query.errors import LookupError_
 from lineage.query.health import OwnHealth
 from lineage.query.liveness import as_of
-from lineage.query.nodes import DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
+from lineage.query.nodes import BOTH, DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node, Traversal
 from lineage.query.store import LineageStore
 from lineage.query.text import iso, transformation_label
 
@@ -62,6 +64,7 @@ def impact_of(store: LineageStore, target: str, depth: int | None, as_of: dateti
 def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
     """One run with its children and datasets, as ``lineage run --json``."""
     row = store.run(run_id)
+    read, written = history.run_versions_io(store, row["run_id"])
     return {
         **run_json(row),
         "children": [run_json(c) for c in store.children(row["run_id"])],
@@ -75,6 +78,73 @@ def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
                 "last_seen": iso(d["last_seen"]),
             }
             for d in store.run_datasets(row["run_id"])
+        ],
+        "versions_read": [version_read_json(r) for r in read],
+        "versions_written": [version_json(v) for v in written],
+    }
+
+
+def version_json(version: history.DatasetVersion) -> dict[str, Any]:
+    """One dataset version: the write that made it, its schema, statistics and lifecycle changes."""
+    return {
+        "dataset": version.dataset.label,
+        "namespace": version.dataset.namespace,
+        "name": version.dataset.name,
+        "version": version.version,
+        "version_source": version.source,
+        "run_id": version.run_id,
+        "job": None if version.job_name is None else f"{version.job_namespace}/{version.job_name}",
+        "run_state": version.run_state,
+        "first_seen": iso(version.first_seen),
+        "written_at": iso(version.written_at),
+        "schema_hash": version.schema_hash,
+        "schema_version": version.schema_version,
+        "row_count": version.row_count,
+        "size_bytes": version.size_bytes,
+        "file_count": version.file_count,
+        "lifecycle_states": version.lifecycle_states,
+    }
+
+
+def version_read_json(read: history.VersionRead) -> dict[str, Any]:
+    """A version a run read, and the run that wrote it (null: unknown)."""
+    writer = read.written_by
+    return {
+        "dataset": read.dataset.label,
+        "namespace": read.dataset.namespace,
+        "name": read.dataset.name,
+        "version": read.version,
+        "reported_version": read.reported,
+        "read_at": iso(read.read_at),
+        "written_by_run_id": None if writer is None else writer.run_id,
+        "written_by_job": None if writer is None else f"{writer.job_namespace}/{writer.job_name}",
+    }
+
+
+def versions_of(store: LineageStore, name: str) -> dict[str, Any]:
+    """A dataset's versions, newest first, as ``lineage versions --json``."""
+    node = store.resolve(name)
+    return {
+        "dataset": dict(node_json(store, node)),
+        "versions": [version_json(v) for v in history.dataset_versions(store, node)],
+    }
+
+
+def version_lineage(store: LineageStore, name: str, version: str, depth: int) -> dict[str, Any]:
+    """A version of a dataset and the versions upstream of it, nearest first, as ``lineage versions
+    DATASET --version V --json``: each with the versions its writing run read."""
+    node = store.resolve(name)
+    steps = history.upstream_versions(store, node, version, depth)
+    return {
+        "dataset": dict(node_json(store, node)),
+        "version": steps[0].version.version,
+        "steps": [
+            {
+                "depth": step.depth,
+                **version_json(step.version),
+                "inputs": [version_read_json(r) for r in step.inputs],
+            }
+            for step in steps
         ],
     }
 
@@ -348,3 +418,155 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         "edges": edges,
         "column_edges": column_edges,
     }
+
+
+def diff_json(store: LineageStore, changes: diff_module.Diff) -> dict[str, Any]:
+    """What changed between two windows (:func:`lineage.query.diff.diff`), as ``lineage diff --json``."""
+    ids = {d for edge in (*changes.job_edges[0], *changes.job_edges[1]) for d in edge[2:3]}
+    ids |= {d for edge in (*changes.dataset_edges[0], *changes.dataset_edges[1]) for d in edge[:2]}
+    for column in (*changes.column_edges[0], *changes.column_edges[1]):
+        ids |= {column[0], column[2]}
+    ids |= {w[2] for side in changes.writers for w in side} | {s[0] for s in changes.schemas}
+    nodes = store.nodes_of(ids)
+
+    def label(dataset_id: str) -> str:
+        node = nodes.get(dataset_id)
+        return node.label if node else dataset_id
+
+    def job_edge(edge: diff_module.JobEdge) -> dict[str, Any]:
+        return {"job": f"{edge[0]}/{edge[1]}", "dataset": label(edge[2]), "direction": edge[3]}
+
+    def dataset_edge(edge: diff_module.DatasetEdge) -> dict[str, Any]:
+        return {"source": label(edge[0]), "target": label(edge[1]), "job": f"{edge[2]}/{edge[3]}"}
+
+    def column_edge(edge: diff_module.ColumnEdge) -> dict[str, Any]:
+        return {
+            "source": label(edge[0]),
+            "source_field": edge[1],
+            "target": label(edge[2]),
+            "target_field": edge[3],
+            "job": f"{edge[4]}/{edge[5]}",
+        }
+
+    def writer(entry: tuple[str, str, str]) -> dict[str, Any]:
+        return {"job": f"{entry[0]}/{entry[1]}", "dataset": label(entry[2])}
+
+    def outcome(entry: tuple[datetime, str, str]) -> dict[str, Any]:
+        return {"state": entry[2], "run_id": entry[1], "ended_at": iso(entry[0])}
+
+    def window(frame: diff_module.Window) -> dict[str, Any]:
+        return {"from": iso(frame.start), "to": iso(frame.end)}
+
+    return {
+        "base": window(changes.base),
+        "current": window(changes.current),
+        "job_edges": {
+            "appeared": [job_edge(e) for e in changes.job_edges[0]],
+            "stopped": [job_edge(e) for e in changes.job_edges[1]],
+        },
+        "dataset_edges": {
+            "appeared": [dataset_edge(e) for e in changes.dataset_edges[0]],
+            "stopped": [dataset_edge(e) for e in changes.dataset_edges[1]],
+        },
+        "column_edges": {
+            "appeared": [column_edge(e) for e in changes.column_edges[0]],
+            "stopped": [column_edge(e) for e in changes.column_edges[1]],
+        },
+        "writers": {
+            "started": [writer(w) for w in changes.writers[0]],
+            "stopped": [writer(w) for w in changes.writers[1]],
+        },
+        "schemas": [
+            {
+                "dataset": label(dataset_id),
+                "before": old,
+                "after": new,
+                "fields_added": added,
+                "fields_removed": removed,
+                "fields_retyped": [{"name": n, "before": b, "after": a} for n, b, a in retyped],
+            }
+            for dataset_id, old, new, added, removed, retyped in changes.schemas
+        ],
+        "outcomes": [
+            {"job": f"{ns}/{name}", "before": outcome(before), "after": outcome(after)}
+            for ns, name, before, after in changes.outcomes
+        ],
+    }
+
+
+def diff_of(
+    store: LineageStore,
+    base: diff_module.Window,
+    current: diff_module.Window,
+    node: str | None = None,
+    depth: int | None = None,
+) -> dict[str, Any]:
+    """The JSON of a diff, around ``node`` within ``depth`` hops when given."""
+    data = diff_json(store, diff_module.diff(store, base, current, node=node, depth=depth))
+    if node is not None:
+        data["node"] = dict(node_json(store, store.resolve(node)))
+        data["depth"] = depth
+    return data
+
+
+def diff_graph(store: LineageStore, changes: diff_module.Diff, node: str | None = None) -> dict[str, Any]:
+    """The renderer's input for a diff: the jobs and datasets of every edge and column edge that appeared
+    or stopped being observed, those edges with their ``change`` (``added``, ``removed``), and in the
+    nodes' details the schema changes and run outcome changes. The root is ``node`` when given."""
+    ids = {e[2] for side in changes.job_edges for e in side} | {s[0] for s in changes.schemas}
+    for column_side in changes.column_edges:
+        for column in column_side:
+            ids |= {column[0], column[2]}
+    datasets = store.nodes_of(ids)
+    jobs = {(e[0], e[1]) for side in changes.job_edges for e in side}
+    jobs |= {(ns, name) for ns, name, _before, _after in changes.outcomes}
+    root = store.resolve(node) if node is not None else None
+    nodes = [*datasets.values(), *(Node(JOB, ns, name) for ns, name in sorted(jobs))]
+    if root is not None and root not in nodes:
+        nodes.append(root)
+    if not nodes:
+        return {"root": None, "direction": BOTH, "generated_at": iso(datetime.now(UTC)), "nodes": [],
+                "edges": [], "column_edges": []}  # fmt: skip
+    walk = Traversal(root or nodes[0], BOTH, None, hops={n: 0 if n == root else 1 for n in nodes})
+    change: dict[tuple[str, str, str], str] = {}
+    for kind, side in (("added", changes.job_edges[0]), ("removed", changes.job_edges[1])):
+        for ns, name, dataset_id, direction in side:
+            dataset = datasets.get(dataset_id)
+            if dataset is not None:
+                edge = (dataset, Node(JOB, ns, name), direction)
+                walk.edges.add(edge)
+                change[edge_ends(*edge)] = kind
+    column_change: dict[tuple[Any, ...], str] = {}
+    for kind, columns in (("added", changes.column_edges[0]), ("removed", changes.column_edges[1])):
+        for source, source_field, target, target_field, ns, name in columns:
+            walk.column_edges.append(
+                {"source_dataset_id": source, "source_field": source_field, "target_dataset_id": target,
+                 "target_field": target_field, "job_namespace": ns, "job_name": name}
+            )  # fmt: skip
+            ends = (datasets.get(source), source_field, datasets.get(target), target_field)
+            if ends[0] is not None and ends[2] is not None:
+                column_change[(ends[0].id, source_field, ends[2].id, target_field)] = kind
+    data = graph_dict(store, walk)
+    if root is None:
+        data["root"] = None
+    for edge in data["edges"]:
+        edge["change"] = change.get((edge["source"], edge["target"], edge["kind"]))
+    for edge in data["column_edges"]:
+        key = (edge["source"], edge["source_field"], edge["target"], edge["target_field"])
+        edge["change"] = column_change.get(key)
+    notes: dict[str, dict[str, str]] = {}
+    for dataset_id, _old, _new, added, removed, retyped in changes.schemas:
+        if dataset_id in datasets:
+            text = (
+                [f"+{f}" for f in added]
+                + [f"-{f}" for f in removed]
+                + [f"~{n} {b}->{a}" for n, b, a in retyped]
+            )
+            notes[datasets[dataset_id].id] = {
+                "schema change": " ".join(text) or "reordered or described anew"
+            }
+    for ns, name, before, after in changes.outcomes:
+        notes[Node(JOB, ns, name).id] = {"outcome change": f"{before[2]} -> {after[2]} (run {after[1]})"}
+    for entry in data["nodes"]:
+        entry["details"] = {**notes.get(entry["id"], {}), **entry["details"]}
+    return data

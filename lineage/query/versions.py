@@ -24,6 +24,7 @@ from typing import Any
 
 from lineage.query import liveness
 from lineage.query.errors import UnknownNode
+from lineage.query.history import producing_write
 from lineage.query.nodes import TERMINAL_STATES, Node
 from lineage.query.store import LineageStore
 from lineage.query.tables import expressions
@@ -169,9 +170,11 @@ class UpstreamRun:
 def upstream_runs(store: LineageStore, run_id: str, depth: int) -> list[UpstreamRun]:
     """The run ``run_id`` and the runs upstream of it, at most ``depth`` runs away, nearest first.
 
-    Each step goes from a run to the writers of what it read: for each dataset it read, the run whose
+    Each step goes from a run to the writers of what it read: for each dataset it read, the run that wrote
+    the version the read named (the dataset version facet), or, when the read named none, the run whose
     write of it came last at or before the run's first read (the run itself left out; a run that began
-    writing before the read and wrote on after it counts as writing at the read).
+    writing before the read and wrote on after it counts as writing at the read):
+    :func:`lineage.query.history.producing_write`.
     """
     start = store.run(run_id)
     ex = expressions()
@@ -181,19 +184,15 @@ def upstream_runs(store: LineageStore, run_id: str, depth: int) -> list[Upstream
     level = 0
     while frontier:
         ids = [r["run_id"] for r in frontier]
-        reads = store.rows(
-            "run_io",
-            ("run_id", "dataset_id", "first_seen"),
-            ex.And(ex.In("run_id", ids), ex.EqualTo("direction", "input")),
-        )
+        # Whole rows: the version facet's column is read where the lake has it.
+        read_by = ex.And(ex.In("run_id", ids), ex.EqualTo("direction", "input"))
+        reads = store.rows("run_io", row_filter=read_by)
         read_ids = sorted({r["dataset_id"] for r in reads})
         written = ex.And(ex.In("dataset_id", read_ids), ex.EqualTo("direction", "output"))
-        columns = ("run_id", "dataset_id", "first_seen", "last_seen")
-        writes = store.rows("run_io", columns, written) if reads else []
-        by_dataset: dict[str, list[tuple[datetime, datetime, str]]] = {}
-        for w in writes:
-            first = w["first_seen"] or _EPOCH
-            by_dataset.setdefault(w["dataset_id"], []).append((first, w["last_seen"] or first, w["run_id"]))
+        writes = store.rows("run_io", row_filter=written) if reads else []
+        by_dataset: dict[str, list[dict[str, Any]]] = {}
+        for w in sorted(writes, key=lambda w: (w["first_seen"] or _EPOCH, w["run_id"])):
+            by_dataset.setdefault(w["dataset_id"], []).append(w)
         nodes = store.nodes_of(r["dataset_id"] for r in reads)
         read_by_run: dict[str, list[tuple[Node, datetime | None, str | None]]] = {i: [] for i in ids}
         producers: set[str] = set()
@@ -201,15 +200,8 @@ def upstream_runs(store: LineageStore, run_id: str, depth: int) -> list[Upstream
             node = nodes.get(r["dataset_id"])
             if node is None:
                 continue
-            at = r["first_seen"] or _EPOCH
-            # A write's last moment at or before the read: its last write, or the read itself for a writer
-            # still writing then (a streaming source the reader consumes as it goes).
-            earlier = [
-                (min(last, at), run)
-                for first, last, run in by_dataset.get(r["dataset_id"], ())
-                if first <= at and run != r["run_id"]
-            ]
-            producer = max(earlier)[1] if earlier else None
+            chosen = producing_write(r, by_dataset.get(r["dataset_id"], ()))
+            producer = None if chosen is None else chosen["run_id"]
             read_by_run[r["run_id"]].append((node, r["first_seen"], producer))
             if producer is not None:
                 producers.add(producer)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from lineage.query import liveness
+from lineage.query import history, liveness
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.nodes import ANY, DATASET, DOWNSTREAM, JOB, UPSTREAM, WHOLE_DATASET, Node
 from lineage.query.versions import JobVersion, UpstreamRun, run_versions
@@ -36,6 +36,7 @@ RUN_STATES = {
     "ABORT": "ABORTED",
 }
 STREAM_SCHEMES = ("kafka://", "pulsar://", "kinesis://")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso(value: Any) -> Any:
@@ -156,8 +157,8 @@ def run_json(
 ) -> dict[str, Any]:
     """Marquez's ``Run`` (+ ``inferredState``, ``livenessReason``, ``errorMessage``, parent run).
 
-    Each input and output is a dataset version (``inputDatasetVersions``/``outputDatasetVersions``): the
-    version of the dataset's schema history in effect when the run first touched it. ``jobVersion`` names
+    Each input and output is a dataset version (``inputDatasetVersions``/``outputDatasetVersions``,
+    :func:`io_version`): the version the run wrote, or the one it read. ``jobVersion`` names
     the run's job version (:mod:`lineage.query.versions`; null until the run ended, as Marquez's):
     ``job_version`` gives it when the caller knows it (None: none), True looks it up. ``io_rows`` are the
     run's ``run_io`` rows when the caller read them already (:func:`latest_runs`), else they are read.
@@ -172,7 +173,7 @@ def run_json(
     for io in io_rows:
         ref = _dataset_ref(store, io["dataset_id"])
         if ref is not None:
-            version = version_at(store, io["dataset_id"], io.get("first_seen"))
+            version = io_version(store, io)
             entry = {"datasetVersionId": {**ref, "version": version}, "facets": {}}
             (inputs if io["direction"] == "input" else outputs).append(entry)
 
@@ -292,6 +293,11 @@ def dataset_version_id(dataset_id: str, version: int) -> str:
     return str(uuid.uuid5(_IDS, f"dataset-version\x00{dataset_id}\x00{version}"))
 
 
+def write_version_id(dataset_id: str, version: str) -> str:
+    """The UUID of a dataset's version ``version`` (a write's id: the producer's version, else the run's)."""
+    return str(uuid.uuid5(_IDS, f"dataset-write\x00{dataset_id}\x00{version}"))
+
+
 def tag_names(tags: Iterable[dict] | None) -> list[str]:
     """Our tags (key, value, source) as Marquez's tag names: ``KEY``, or ``KEY=VALUE`` (as ``--tag``)."""
     names = set()
@@ -368,6 +374,47 @@ def version_at(store: IndexedStore, dataset_id: str, at: Any) -> str:
         if at is not None and row.get("first_seen") is not None and row["first_seen"] <= at:
             chosen = row["version"]
     return dataset_version_id(dataset_id, chosen)
+
+
+_WRITE_COLUMNS = ("run_id", "dataset_id", "first_seen", "last_seen", "dataset_version")
+
+
+def write_history(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
+    """dataset id -> its writes (``run_io`` output rows), oldest first; read once per loaded build. Empty
+    for a lake whose ``run_io`` predates the version column (its schema history answers instead)."""
+
+    def load() -> dict[str, list[dict[str, Any]]]:
+        from lineage.query.tables import python_rows
+
+        table = store.arrow("run_io", row_filter=expressions().EqualTo("direction", "output"))
+        if "dataset_version" not in table.column_names:
+            return {}
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in python_rows(table.select(list(_WRITE_COLUMNS))):
+            found.setdefault(row["dataset_id"], []).append(row)
+        for rows in found.values():
+            rows.sort(key=lambda r: (r["first_seen"] or _EPOCH, r["run_id"]))
+        return found
+
+    return _derived(store, "write_history", load)
+
+
+def io_version(store: IndexedStore, io: dict[str, Any]) -> str:
+    """The Marquez id of the dataset version a ``run_io`` row read or wrote, always one that dataset's
+    version list holds (:func:`dataset_versions`): for a dataset with writes, the version the run wrote,
+    or, for a read, the write behind it (:func:`lineage.query.history.producing_write`; a read naming a
+    version no write named, or with no write before it, takes the last write before it, else the first);
+    for a dataset never written, the version of its schema history in effect then."""
+    dataset_id = io["dataset_id"]
+    writes = write_history(store).get(dataset_id)
+    if not writes:
+        return version_at(store, dataset_id, io.get("first_seen"))
+    if io["direction"] == "output":
+        return write_version_id(dataset_id, history.version_name(io))
+    chosen = history.producing_write(io, writes) or history.producing_write(
+        {**io, "dataset_version": None}, writes
+    )
+    return write_version_id(dataset_id, history.version_name(chosen or writes[0]))
 
 
 def _edges_into(store: IndexedStore) -> dict[str, list[dict[str, Any]]]:
@@ -573,7 +620,7 @@ def upstream_run_json(store: IndexedStore, runs: list[UpstreamRun]) -> dict[str,
                     {
                         "namespace": node.namespace,
                         "name": node.name,
-                        "version": version_at(store, node.dataset_id or "", read_at),
+                        "version": _read_version(store, node.dataset_id or "", read_at, producer),
                         "producedByRunId": producer,
                     }
                     for node, read_at, producer in entry.inputs
@@ -583,6 +630,20 @@ def upstream_run_json(store: IndexedStore, runs: list[UpstreamRun]) -> dict[str,
             }
         )
     return {"runs": out}
+
+
+def _read_version(store: IndexedStore, dataset_id: str, read_at: Any, producer: str | None) -> str:
+    """The version of a read of run lineage: the producer's write of the dataset, as :func:`io_version`
+    names it (a read without a known producer: the version in effect then)."""
+    writes = write_history(store).get(dataset_id)
+    if not writes:
+        return version_at(store, dataset_id, read_at)
+    mine = [w for w in writes if w["run_id"] == producer]
+    if mine:
+        return write_version_id(dataset_id, history.version_name(mine[-1]))
+    return io_version(
+        store, {"dataset_id": dataset_id, "direction": "input", "run_id": "", "first_seen": read_at}
+    )
 
 
 def split_version(node_id: str) -> tuple[str, str | None]:
@@ -602,6 +663,11 @@ def version_time(store: IndexedStore, node: Node, version: str) -> datetime | No
     """
     if node.kind != DATASET:
         raise LookupError_(f"nodeId: job versions are not kept, ask {marquez_id(node)} without #{version}")
+    if write_history(store).get(node.dataset_id or ""):
+        for found in history.dataset_versions(store, node):
+            if write_version_id(node.dataset_id or "", found.version) == version:
+                return found.written_at
+        raise UnknownNode(f"unknown version {version!r} of dataset {node.label}")
     for entry in dataset_versions(store, node):
         if entry["version"] == version:
             last = entry.get("lastSeenAt") or entry.get("createdAt")
@@ -925,10 +991,14 @@ def tags(store: IndexedStore) -> list[dict[str, Any]]:
 
 
 def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
-    """Marquez's ``DatasetVersion`` per version of the dataset's schema history, newest first.
+    """Marquez's ``DatasetVersion`` per version of the dataset, newest first: one per write
+    (:func:`lineage.query.history.dataset_versions`), each created by the run that wrote it.
 
-    A dataset never reported with a schema has one version (0) with no fields, created when first seen.
+    A dataset no run wrote has the versions of its schema history instead; one never reported with a
+    schema has one version (0) with no fields, created when first seen.
     """
+    if write_history(store).get(node.dataset_id or ""):
+        return _write_versions(store, node)
     row = store.datasets.get(node.dataset_id or "", {})
     history = schema_history(store).get(node.dataset_id or "") or [
         {"version": 0, "first_seen": row.get("first_seen"), "first_run_id": None}
@@ -973,6 +1043,95 @@ def dataset_versions(store: IndexedStore, node: Node) -> list[dict[str, Any]]:
             }
         )
     return answer
+
+
+def _write_versions(
+    store: IndexedStore, node: Node, keep: Callable[[list[Any]], list[Any]] = lambda found: found
+) -> list[dict[str, Any]]:
+    """The write versions of a dataset as Marquez's ``DatasetVersion``, newest first; only those ``keep``
+    picks out of :func:`lineage.query.history.dataset_versions` are made (each holds its run's answer)."""
+    dataset_id = node.dataset_id or ""
+    row = store.datasets.get(dataset_id, {})
+    versions = keep(history.dataset_versions(store, node))
+    ex = expressions()
+    columns = ("schema_hash", "first_seen", "schema_fields")
+    table = _schemas(store, ("dataset_id", *columns), ex.EqualTo("dataset_id", dataset_id))
+    from lineage.query.tables import python_rows
+
+    schemas = [] if table is None else python_rows(table.select(list(columns)))
+    schemas.sort(key=lambda r: r["first_seen"] or _EPOCH)
+    fields_of = {r["schema_hash"]: r["schema_fields"] for r in schemas}
+
+    def fields(found: history.DatasetVersion) -> Any:
+        """The schema the write reported, else the dataset's schema in effect then."""
+        if found.schema_hash in fields_of:
+            return fields_of[found.schema_hash]
+        at = found.written_at or _EPOCH
+        earlier = [r["schema_fields"] for r in schemas if (r["first_seen"] or _EPOCH) <= at]
+        return earlier[-1] if earlier else None
+
+    wanted = sorted({v.run_id for v in versions})
+    runs = {r["run_id"]: liveness.as_of(r) for r in store.rows("runs", row_filter=ex.In("run_id", wanted))}
+    answer = []
+    for found in versions:
+        version = write_version_id(dataset_id, found.version)
+        run = runs.get(found.run_id)
+        answer.append(
+            {
+                "id": {"namespace": node.namespace, "name": node.name, "version": version},
+                "type": "STREAM" if node.namespace.startswith(STREAM_SCHEMES) else "DB_TABLE",
+                "name": node.name,
+                "physicalName": node.name,
+                "createdAt": iso(found.written_at),
+                "version": version,
+                "namespace": node.namespace,
+                "sourceName": node.namespace,
+                "fields": _fields(fields(found)),
+                "tags": tag_names(row.get("tags")),
+                "lifecycleState": ",".join(found.lifecycle_states) or None,
+                "description": None,
+                "createdByRun": None if run is None else run_json(store, run),
+                "facets": {},
+                # ours
+                "datasetVersion": found.version,
+                "datasetVersionSource": found.source,
+                "schemaVersion": found.schema_version,
+                "rowCount": found.row_count,
+                "lastSeenAt": iso(found.written_at),
+            }
+        )
+    return answer
+
+
+def versions_page(store: IndexedStore, node: Node, limit: int, offset: int) -> dict[str, Any]:
+    """Marquez's ``DatasetVersions``: one page of :func:`dataset_versions` (only that page's are made)."""
+    if not write_history(store).get(node.dataset_id or ""):
+        return paged("versions", dataset_versions(store, node), limit, offset)
+    total = len(history.dataset_versions(store, node))
+    return {
+        "versions": _write_versions(store, node, lambda found: page(found, limit, offset)),
+        "totalCount": total,
+    }
+
+
+def one_version(store: IndexedStore, node: Node, version: str) -> dict[str, Any]:
+    """One of :func:`dataset_versions` by its UUID.
+
+    Raises:
+        UnknownNode: the dataset has no such version.
+    """
+    dataset_id = node.dataset_id or ""
+    if write_history(store).get(dataset_id):
+
+        def keep(found: list[Any]) -> list[Any]:
+            return [v for v in found if write_version_id(dataset_id, v.version) == version]
+
+        entries = _write_versions(store, node, keep)
+    else:
+        entries = [e for e in dataset_versions(store, node) if e["version"] == version]
+    if not entries:
+        raise UnknownNode(f"unknown version {version!r} of dataset {node.label}")
+    return entries[0]
 
 
 def expressions() -> Any:

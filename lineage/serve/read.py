@@ -22,6 +22,8 @@ from aiohttp import web
 
 from lineage.graph.render import FORMATS
 from lineage.query import answers, versions
+from lineage.query.diff import diff as diff_windows
+from lineage.query.diff import windows
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.health import health_of
 from lineage.query.nodes import (
@@ -473,8 +475,7 @@ async def dataset_versions(request: web.Request) -> web.Response:
     limit, offset = _paging(request)
 
     def work(store: IndexedStore) -> Any:
-        found = marquez.dataset_versions(store, _dataset_node(store, namespace_name, name))
-        return marquez.paged("versions", found, limit, offset)
+        return marquez.versions_page(store, _dataset_node(store, namespace_name, name), limit, offset)
 
     return await _answer(request, work)
 
@@ -485,10 +486,10 @@ async def dataset_version(request: web.Request) -> web.Response:
 
     def work(store: IndexedStore) -> Any:
         node = _dataset_node(store, namespace_name, name)
-        for entry in marquez.dataset_versions(store, node):
-            if entry["version"] == version:
-                return entry
-        raise _unknown(f"version {version!r} of dataset {node.label}")
+        try:
+            return marquez.one_version(store, node, version)
+        except UnknownNode:
+            raise _unknown(f"version {version!r} of dataset {node.label}") from None
 
     return await _answer(request, work)
 
@@ -615,6 +616,48 @@ async def run_v2(request: web.Request) -> web.Response:
     return await _answer(request, lambda store: answers.run_detail(store, run_id))
 
 
+async def dataset_history(request: web.Request) -> web.Response:
+    """A dataset's versions (``node``), as ``lineage versions --json``; with ``version``, that version and
+    the versions upstream of it, at most ``depth`` writes away (default 10; 0: the version alone)."""
+    node = _required(request, "node")
+    version = request.query.get("version") or None
+    depth = _int(request, "depth", answers.DEFAULT_DEPTH, minimum=0)
+
+    def work(store: IndexedStore) -> Any:
+        if version is None:
+            return answers.versions_of(store, node)
+        assert depth is not None
+        return answers.version_lineage(store, node, version, depth)
+
+    return await _answer(request, work)
+
+
+async def lineage_diff(request: web.Request) -> web.Response:
+    """What changed between two windows, as ``lineage diff --json``: ``from``, ``to``, ``base_from``,
+    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops; ``format=html`` the
+    graph page of the changes (``lineage diff --graph``)."""
+    node = request.query.get("node") or None
+    depth = _int(request, "depth", None)
+    fmt = _choice(request, "format", ("json", "html"))
+
+    def work(store: IndexedStore) -> Any:
+        base, current = windows(
+            _time(request, "from"),
+            _time(request, "to"),
+            _time(request, "base_from"),
+            _time(request, "base_to"),
+        )
+        if fmt == "json":
+            return answers.diff_of(store, base, current, node, depth)
+        from lineage.graph.render import render
+
+        changes = diff_windows(store, base, current, node=node, depth=depth)
+        page = render(answers.diff_graph(store, changes, node), "html")
+        return web.Response(text=page, content_type="text/html", charset="utf-8")
+
+    return await _answer(request, work)
+
+
 async def graph(request: web.Request) -> web.Response:
     """The graph page (or dot, mermaid, json) around a node, as ``lineage graph`` writes it."""
     node = _required(request, "node")
@@ -687,6 +730,8 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("node_health", "/api/v2/health", health),
         ("runs", "/api/v2/runs", runs),
         ("run_v2", "/api/v2/runs/{id}", run_v2),
+        ("versions", "/api/v2/versions", dataset_history),
+        ("diff", "/api/v2/diff", lineage_diff),
         ("graph", "/api/v2/graph", graph),
     ]
     resources: dict[str, Any] = {}

@@ -77,7 +77,7 @@ MENTION_TYPE = (
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
-    "previous_name:string,tags:" + TAGS_TYPE + ",assertions:" + ASSERTIONS_TYPE + ">"
+    "previous_name:string,tags:" + TAGS_TYPE + ",assertions:" + ASSERTIONS_TYPE + ",dataset_version:string>"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -162,6 +162,9 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
         get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
         _assertions(node).alias("assertions"),
+        # The dataset version facet (DatasetVersionDatasetFacet): the producer's own id of the version read
+        # or written, e.g. an Iceberg snapshot id from the Spark integration, on inputs and outputs alike.
+        get(node, "$.facets.version.datasetVersion").alias("dataset_version"),
     )
 
 
@@ -198,6 +201,7 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
         none.cast(ASSERTIONS_TYPE).alias("assertions"),
+        none.cast("string").alias("dataset_version"),
     )
 
 

@@ -117,6 +117,7 @@ MENTION_COLUMNS = (
     "previous_name",
     "tags",
     "assertions",
+    "dataset_version",
 )
 
 
@@ -138,7 +139,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         column_entries (the column-lineage facets: a digest of their content and their typed entries),
         lifecycle (the lifecycleStateChange facet, upper case), previous_namespace, previous_name (its
         previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet),
-        assertions (the data-quality assertions facet: assertion, success, column, problem)``.
+        assertions (the data-quality assertions facet: assertion, success, column, problem),
+        dataset_version (the version facet's ``datasetVersion``: the producer's id of the version)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
     exploded = extracted.select(*_MENTION_EVENT, F.explode("mentions").alias("m")).where(
@@ -171,6 +173,7 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         normalize_name(F.col("m.previous_name")).alias("previous_name"),
         F.col("m.tags").alias("tags"),
         F.col("m.assertions").alias("assertions"),
+        F.col("m.dataset_version").alias("dataset_version"),
     )
 
 
@@ -485,7 +488,7 @@ def schema_hash(fields: Column) -> Column:
     return short_hash(F.to_json(fields))
 
 
-def _has_schema(fields: Column) -> Column:
+def has_schema(fields: Column) -> Column:
     return fields.isNotNull() & (F.size(fields) > 0)
 
 
@@ -507,7 +510,7 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         .agg(
             F.min("event_time").alias("first_seen"),
             F.max("event_time").alias("last_seen"),
-            latest(fields, _has_schema(fields)).alias("schema_fields"),
+            latest(fields, has_schema(fields)).alias("schema_fields"),
             latest(F.col("tags")).alias("tags"),
         )
     )
@@ -546,7 +549,7 @@ def dataset_schemas(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     run_key = F.when(F.col("run_id").isNotNull(), F.struct("event_time", "run_id", "event_hash"))
     folded = (
         canonical_mentions(mentions, aliases)
-        .where(_has_schema(fields))
+        .where(has_schema(fields))
         .withColumn("schema_hash", schema_hash(fields))
         .groupBy("dataset_id", "schema_hash")
         .agg(

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lineage.transforms.model_common import JOB_EVENT, LOST, RUN_EVENT, RUNNING, latest, latest_key
-from lineage.transforms.model_datasets import canonical_mentions
+from lineage.transforms.model_datasets import canonical_mentions, has_schema, schema_hash
 
 JOB = ["job_namespace", "job_name"]
 
@@ -18,7 +18,9 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     """Run-level inputs and outputs on canonical datasets.
 
     A run's datasets are the union over all its events: Flink 2.x reports them on START only, its RUNNING
-    and terminal events carry none. Statistics are those of the latest event carrying the statistics facet.
+    and terminal events carry none. Statistics, the dataset version and the schema are each those of the
+    latest event carrying them: a row is the version the run read or wrote (one per run, dataset and
+    direction; a run that reports several versions of one dataset is known by its last).
 
     Args:
         mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions`.
@@ -27,9 +29,12 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
     Returns:
         ``run_id, job_namespace, job_name, dataset_id, direction (input/output), first_seen, last_seen,
         row_count, size_bytes, file_count, lifecycle_states`` (the distinct ``lifecycleStateChange`` values
-        the run reported for the dataset, sorted: CREATE, DROP, OVERWRITE, TRUNCATE, ALTER, RENAME).
+        the run reported for the dataset, sorted: CREATE, DROP, OVERWRITE, TRUNCATE, ALTER, RENAME),
+        ``dataset_version`` (the producer's version id from the version facet, null when none was sent) and
+        ``schema_hash`` (of the schema the run reported, as in ``dataset_schemas``; null without one).
     """
     stats = F.struct("row_count", "size_bytes", "file_count")
+    fields = F.col("schema_fields")
     has_stats = (
         F.col("row_count").isNotNull() | F.col("size_bytes").isNotNull() | F.col("file_count").isNotNull()
     )
@@ -43,6 +48,8 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
             F.max("event_time").alias("last_seen"),
             latest(stats, has_stats).alias("_stats"),
             F.array_sort(F.collect_set("lifecycle")).alias("lifecycle_states"),
+            latest(F.col("dataset_version")).alias("dataset_version"),
+            latest(fields, has_schema(fields)).alias("_fields"),
         )
     )
     return folded.select(
@@ -57,6 +64,8 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         "_stats.size_bytes",
         "_stats.file_count",
         "lifecycle_states",
+        "dataset_version",
+        F.when(F.col("_fields").isNotNull(), schema_hash(F.col("_fields"))).alias("schema_hash"),
     )
 
 

@@ -37,6 +37,8 @@ from lineage.io import lake
 from lineage.io.catalog import open_catalog
 from lineage.io.lease import LEASE_TABLE, LakeBusy, Lease, writer_lease
 from lineage.io.publish import publish_raw
+from lineage.query.diff import Window, diff
+from lineage.query.store import LineageStore
 from lineage.settings import MaintainSettings, Settings
 from lineage.stopping import JobStopped, stop_on_signals
 from tests.unit.column_events import column_lineage, direct, input_field
@@ -302,6 +304,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
                 *ORDERS,
                 fields=[("price", "double")],
                 column_lineage=column_lineage({"price": [input_field(TOPIC, "price", direct("IDENTITY"))]}),
+                version="5001",
             )
         ],
     )
@@ -310,7 +313,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         at(20),
         run_id(2),
         ("lab", "report"),
-        inputs=[dataset(*HIVE_ORDERS)],
+        inputs=[dataset(*HIVE_ORDERS, version="5001")],  # the version ingest wrote, by its other name
         outputs=[
             dataset(
                 *REPORT,
@@ -430,6 +433,13 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
         (run_id(12), ids[HIVE_ORDERS], "price", "unique", True),
         (run_id(3), ids[REPORT], None, "row_count", False),  # the COMPLETE's report wins over the START's
     }
+    io = catalog.load_table("lineage.run_io").scan().to_arrow().to_pylist()
+    # The version ingest wrote and report read, both now on the merged dataset.
+    assert {(r["run_id"], r["direction"]) for r in io if r["dataset_version"] == "5001"} == {
+        (run_id(1), "output"),
+        (run_id(2), "input"),
+    }
+    assert {r["dataset_id"] for r in io if r["dataset_version"] == "5001"} == {ids[HIVE_ORDERS]}
     paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
     final_x = {
         (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]))
@@ -465,8 +475,30 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     [report_summary] = [s for s in summary if s["dataset_id"] == ids[REPORT]]
     assert [j["name"] for j in report_summary["producing_jobs"]] == ["report"]  # cleanup only dropped it
 
+    # What the second round's runs observed against the first's, from the incrementally built tables.
+    first_round, second_round = Window(at(0), at(39)), Window(at(39), at(100))
+    changes = diff(LineageStore(own_lake), first_round, second_round)
+    topic, merged, report, final, renamed = (by_name[n] for n in (TOPIC, ORDERS, REPORT, FINAL, NEW_NAME))
+    assert changes.dataset_edges == ([(report, final, "lab", "final")], sorted([
+        (topic, merged, "lab", "ingest"), (merged, report, "lab", "report")
+    ]))  # fmt: skip
+    assert (sorted(changes.writers[0]), sorted(changes.writers[1])) == (
+        sorted([("lab", "catalog", merged), ("lab", "final", final), ("lab", "rename", renamed)]),
+        sorted([("lab", "ingest", merged), ("lab", "report", report), ("lab", "archive", renamed)]),
+    )
+    # the final run read the report in both rounds (from its START to its COMPLETE): no change there
+    assert ("lab", "final", report, "input") not in changes.job_edges[0] + changes.job_edges[1]
+    assert ("lab", "cleanup", report, "output") in changes.job_edges[0]  # dropped it: an edge, no writer
+    assert set(changes.column_edges[0]) == {(report, "total", final, "x", "lab", "final")}
+    assert set(changes.column_edges[1]) == {
+        (topic, "price", merged, "price", "lab", "ingest"),
+        (merged, "price", report, "total", "lab", "report"),
+    }
+    assert changes.schemas == [] and changes.outcomes == []
+
     assert build_lineage(spark, own_lake, full_refresh=True, now=NOW).mode == "full"
     assert_same_tables(incremental, frozen(spark, own_lake))
+    assert diff(LineageStore(own_lake), first_round, second_round) == changes  # the full build's: the same
 
 
 def test_new_runs_of_known_column_lineage_leave_the_paths_as_they_are(

@@ -123,6 +123,21 @@ def test_runs_filters_and_run_details(lab_pipeline: Pipeline) -> None:
     datasets = {(d["direction"], d["dataset"]) for d in child["datasets"]}
     assert datasets == {("input", ICEBERG_ORDERS), ("output", SUPPLIER_STATS)}
     assert child["parent_run_id"] == app["run_id"]
+    # the lab's producers name no versions: the overwrite's is its run; it read the ingestion's write
+    assert [(v["dataset"], v["version"]) for v in child["versions_written"]] == [
+        (SUPPLIER_STATS, child["run_id"])
+    ]
+    [read] = child["versions_read"]
+    assert (read["dataset"], read["written_by_job"]) == (
+        ICEBERG_ORDERS,
+        "http://jobmanager-2:8081/iceberg-ingestion",
+    )
+    assert read["version"] == read["written_by_run_id"]
+    versions = cli_json(env, "versions", SUPPLIER_STATS)["versions"]
+    assert [(v["run_id"], v["job"].rsplit(".", 1)[1]) for v in versions] == [
+        (child["run_id"], "overwrite_by_expression_default_supplier_stats"),
+        (versions[1]["run_id"], "create_table_default_supplier_stats"),
+    ]
     text = run_cli(env, "run", failed[0]["run_id"]).stdout
     assert "error" in text and failed[0]["run_id"] in text
 

@@ -169,3 +169,31 @@ def test_graph_page_offline_states_details_and_columns(browser: Browser, tmp_pat
     assert screenshot.stat().st_size > 20_000
     assert browser.blocked == []
     assert browser.errors == []
+
+
+def test_a_diffs_page_colours_what_appeared_and_what_stopped(tmp_path: Path) -> None:
+    from lineage.graph.render import ADDED_COLOR, REMOVED_COLOR
+    from lineage.query import answers
+    from lineage.query.diff import diff, windows
+    from tests.unit.test_query_diff import NOW, store
+
+    s = store()
+    base, current = windows(now=NOW)
+    html = tmp_path / "diff.html"
+    html.write_text(render(answers.diff_graph(s, diff(s, base, current)), "html"), encoding="utf-8")
+    with open_page(html) as session:
+        lines = session.js(
+            """(cy) => cy.edges().map((e) => [e.source().id(), e.target().id(), e.style('line-color'),
+                 e.style('line-style')])"""
+        )
+        legend = session.page.locator("#legend-items").inner_text()
+        assert session.errors == [] and session.blocked == []
+    added, removed = (_rgb(c) for c in (ADDED_COLOR, REMOVED_COLOR))
+    assert sorted(lines) == [
+        ["dataset:ns/prices", "job:etl/load", added, "solid"],
+        ["job:etl/new", "dataset:ns/archive", added, "solid"],
+        ["job:etl/new", "dataset:ns/summary", added, "solid"],
+        ["job:etl/old", "dataset:ns/legacy", removed, "dashed"],
+        ["job:etl/report", "dataset:ns/summary", removed, "dashed"],
+    ]
+    assert "appeared" in legend and "stopped being observed" in legend

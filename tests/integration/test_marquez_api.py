@@ -192,16 +192,24 @@ def test_every_read_path_answers_spec_valid_shapes(service: ReadService) -> None
         get(service, f"/namespaces/{q(WAREHOUSE)}/datasets/{q(STATS_TABLE[1])}/versions"),
     )["versions"]
     assert {"supplier", "total_price"} <= {f["name"] for f in versions[0]["fields"]}
+    # one version per write, newest first: the overwrite's, then the Spark action's creating the table
+    assert [(v["createdByRun"]["jobVersion"]["name"], v["datasetVersionSource"]) for v in versions] == [
+        (SPARK_OVERWRITE[1], "run"),
+        (CREATE_TABLE, "run"),
+    ]
     version = check(
         "DatasetVersion",
         get(
             service,
-            f"/namespaces/{q(WAREHOUSE)}/datasets/{q(STATS_TABLE[1])}/versions/{versions[0]['version']}",
+            f"/namespaces/{q(WAREHOUSE)}/datasets/{q(STATS_TABLE[1])}/versions/{versions[-1]['version']}",
         ),
     )
-    # the schema was first reported by the Spark action creating the table
     created_by = version["createdByRun"]["jobVersion"]
     assert (created_by["namespace"], created_by["name"]) == ("fh-local", CREATE_TABLE)
+    # the run that wrote a version names it among its outputs
+    assert [v["datasetVersionId"]["version"] for v in version["createdByRun"]["outputDatasetVersions"]] == [
+        version["version"]
+    ]
 
     sources = check("SourceList", get(service, "/sources"))["sources"]
     assert {(s["name"], s["type"]) for s in sources} >= {(KAFKA, "KAFKA"), (WAREHOUSE, "S3")}

@@ -1,5 +1,5 @@
 """End to end with a real producer: a PySpark job with the OpenLineage Spark listener -> Kafka -> ingestion
--> Iceberg -> build -> column edges and paths."""
+-> Iceberg -> build -> column edges and paths, and the versions of its Iceberg tables tied to its runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from pyspark.sql import SparkSession
 from lineage.batch.build import build_lineage
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
+from lineage.query import history
+from lineage.query.store import LineageStore
 from lineage.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -36,6 +38,7 @@ def test_spark_listener_events_become_column_lineage(
             own_lake.kafka.topic,
             "--warehouse",
             str(shop),
+            "--second-round",
         ],
         cwd=REPO,
         capture_output=True,
@@ -82,3 +85,43 @@ def test_spark_listener_events_become_column_lineage(
         for p in paths
         if (p["target_dataset_id"], p["target_field"]) == (revenue, "revenue")
     } == {(orders, "price", 1, True)}
+
+    # Two writes of the orders (the Spark integration names each Iceberg snapshot), each read by one build
+    # of the report: the runs and versions the queries tie together.
+    store = LineageStore(own_lake)
+    nodes = store.nodes_of([orders, customers, revenue])
+
+    def shown(found: list[history.DatasetVersion]) -> list[tuple]:
+        return [(v.version, v.source, v.job_name, v.lifecycle_states) for v in found]
+
+    order_versions = history.dataset_versions(store, nodes[orders])
+    snapshots = [v for v in order_versions if v.source == history.PRODUCER]
+    assert len(snapshots) == 2, shown(order_versions)
+    newer, older = snapshots
+    customer_snapshots = [
+        v for v in history.dataset_versions(store, nodes[customers]) if v.source == history.PRODUCER
+    ]
+    assert len(customer_snapshots) == 1, shown(history.dataset_versions(store, nodes[customers]))
+    report_versions = history.dataset_versions(store, nodes[revenue])
+    reads = history.versions_read(store, [v.run_id for v in report_versions])
+    read_orders = {
+        run: (r.version, r.reported, r.written_by and r.written_by.run_id)
+        for run, rows in reads.items()
+        for r in rows
+        if r.dataset.dataset_id == orders
+    }
+    latest_report = report_versions[0]
+    # the rebuild read the second snapshot, the first build the first: named by the reads themselves
+    assert read_orders[latest_report.run_id] == (newer.version, newer.version, newer.run_id), shown(
+        report_versions
+    )
+    assert (older.version, older.version, older.run_id) in read_orders.values(), (
+        read_orders,
+        shown(snapshots),
+    )
+    chain = history.upstream_versions(store, nodes[revenue], latest_report.version, 1)
+    assert [(s.version.version, s.depth) for s in chain][:1] == [(latest_report.version, 0)]
+    assert {(s.version.dataset.dataset_id, s.version.version, s.depth) for s in chain[1:]} == {
+        (orders, newer.version, 1),
+        (customers, customer_snapshots[0].version, 1),
+    }

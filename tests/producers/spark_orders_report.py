@@ -1,6 +1,8 @@
 """A real PySpark job instrumented with the OpenLineage Spark listener: the producer of the end-to-end test.
 
-It reads two Iceberg tables and writes a third through a join, a filter and an aggregation; the listener
+It reads two Iceberg tables and writes a third through a join, a filter and an aggregation (with
+``--second-round``, then appends to the orders and rebuilds the third from them: a second version of
+each, read and written by runs of their own); the listener
 (``io.openlineage:openlineage-spark_2.13``, from ``make jars``) sends its events through its Kafka transport,
 or, with ``--http-url``, through its HTTP transport (gzip) to ``lineage serve``.
 
@@ -28,6 +30,11 @@ def main() -> None:
     parser.add_argument("--api-key", help="HTTP transport: the intake's API key")
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--namespace", default="spark-shop")
+    parser.add_argument(
+        "--second-round",
+        action="store_true",
+        help="Then append to orders and rebuild the report from it: a second version of both tables",
+    )
     args = parser.parse_args()
     openlineage = {"spark.openlineage.columnLineage.datasetLineageEnabled": "true"}
     if args.http_url:
@@ -65,6 +72,14 @@ def main() -> None:
         "FROM shop.db.orders o JOIN shop.db.customers c ON o.customer_id = c.customer_id "
         "WHERE o.status = 'PAID' GROUP BY c.country"
     )
+    if args.second_round:
+        spark.sql("INSERT INTO shop.db.orders VALUES ('o4', 'c2', 3.0, 'PAID')")
+        spark.sql(
+            "INSERT OVERWRITE shop.db.revenue_by_country "
+            "SELECT c.country, sum(o.price) AS revenue, count(o.order_id) AS orders "
+            "FROM shop.db.orders o JOIN shop.db.customers c ON o.customer_id = c.customer_id "
+            "WHERE o.status = 'PAID' GROUP BY c.country"
+        )
     stop_after_last_events(spark)
 
 

@@ -48,9 +48,13 @@ def dataset(
     input_stats: dict[str, int] | None = None,
     output_stats: dict[str, int] | None = None,
     column_lineage: dict[str, Any] | None = None,
+    version: str | None = None,
 ) -> dict[str, Any]:
-    """An input/output dataset with optional symlinks (TABLE), schema, statistics and column lineage."""
+    """An input/output dataset with optional symlinks (TABLE), schema, statistics, column lineage and the
+    producer's version id (the ``version`` dataset facet)."""
     facets: dict[str, Any] = {}
+    if version is not None:
+        facets["version"] = {"datasetVersion": version}
     if symlinks:
         facets["symlinks"] = {
             "identifiers": [{"namespace": ns, "name": n, "type": "TABLE"} for ns, n in symlinks]

@@ -213,3 +213,42 @@ def test_demo_events_merge_names_and_flag_the_stuck_flink_run(spark: SparkSessio
     )
     assert [(r.job_name, r.reported_state) for r in live.collect()] == [("supplier-stats", "RUNNING")]
     mentions.unpersist()
+
+
+def test_run_io_keeps_the_version_and_schema_each_run_read_or_wrote(spark: SparkSession) -> None:
+    fields = [("id", "long"), ("total", "double")]
+    events = events_df(
+        spark,
+        [
+            # The writer names the version on its terminal event only, and a schema on both.
+            run_event("START", at(0), run_id(1), STATS, outputs=[dataset(*ORDERS, fields=fields[:1])]),
+            run_event(
+                "COMPLETE", at(10), run_id(1), STATS, outputs=[dataset(*ORDERS, fields=fields, version="101")]
+            ),
+            run_event(
+                "COMPLETE",
+                at(20),
+                run_id(2),
+                EXPORT,
+                inputs=[dataset(*ORDERS, version="101")],
+                outputs=[dataset(*PG)],
+            ),
+        ],
+    )
+    # Materialised once, as the build does: three outputs below read them.
+    mentions = model.dataset_mentions(events).localCheckpoint()
+    aliases = model.dataset_aliases(mentions, max_iterations=3).localCheckpoint()
+    names = _ids(model.datasets(mentions, aliases))
+    got = {
+        (r.run_id, names[r.dataset_id], r.direction): (r.dataset_version, r.schema_hash)
+        for r in model.run_io(mentions, aliases).collect()
+    }
+    schemas = {
+        (names[r.dataset_id], r.version): r.schema_hash
+        for r in model.dataset_schemas(mentions, aliases).collect()
+    }
+    assert got == {
+        (run_id(1), ORDERS, "output"): ("101", schemas[(ORDERS, 2)]),  # the latest schema of the run
+        (run_id(2), ORDERS, "input"): ("101", None),
+        (run_id(2), PG, "output"): (None, None),
+    }

@@ -254,3 +254,59 @@ def test_marquez_writes_are_refused_as_read_only(tmp_path: Path) -> None:
     for status, body, allow in asyncio.run(scenario()):
         assert (status, body["error"]["code"], allow) == (405, "READ_ONLY", "GET, HEAD")
         assert "read-only" in body["error"]["message"]
+
+
+def test_versions_of_a_dataset_and_the_chain_upstream_of_one(tmp_path: Path) -> None:
+    from tests.unit.test_query_history import run_id
+    from tests.unit.test_query_history import store as history_store
+
+    (listed, versions), (chained, chain), (shallow, one), (unknown, missing), (bad, _) = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            history_store(),
+            ("/api/v2/versions?node=orders", {}),
+            (f"/api/v2/versions?node=summary&version={run_id(3)}", {}),
+            (f"/api/v2/versions?node=summary&version={run_id(3)}&depth=0", {}),
+            ("/api/v2/versions?node=orders&version=s7", {}),
+            ("/api/v2/versions?node=orders&version=s1&depth=-1", {}),
+        )
+    )
+    assert (listed, chained, shallow, unknown, bad) == (200, 200, 200, 404, 400)
+    assert [(v["version"], v["run_id"]) for v in versions["versions"]] == [
+        (run_id(6), run_id(6)),
+        ("s2", run_id(2)),
+        ("s1", run_id(1)),
+    ]
+    assert [(s["name"], s["version"], s["depth"]) for s in chain["steps"]] == [
+        ("summary", run_id(3), 0),
+        ("orders", "s1", 1),
+    ]
+    assert len(one["steps"]) == 1
+    assert "no version 's7'" in missing["error"]["message"]
+
+
+def test_diff_of_two_windows_and_a_bad_window(tmp_path: Path) -> None:
+    from tests.unit.test_query_diff import NOW, ago
+    from tests.unit.test_query_diff import store as diff_store
+
+    window = f"from={quote(ago(24).isoformat())}&to={quote(NOW.isoformat())}"
+    (ok, changes), (around, near), (bad, refused) = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            diff_store(),
+            (f"/api/v2/diff?{window}", {}),
+            (f"/api/v2/diff?{window}&node=legacy&depth=1", {}),
+            (f"/api/v2/diff?from={quote(NOW.isoformat())}&to={quote(ago(1).isoformat())}", {}),
+        )
+    )
+    assert (ok, around, bad) == (200, 200, 400)
+    assert changes["dataset_edges"]["appeared"] == [
+        {"source": "ns/prices", "target": "ns/orders", "job": "etl/load"}
+    ]
+    assert [o["job"] for o in changes["outcomes"]] == ["etl/report"]
+    assert near["job_edges"] == {
+        "appeared": [],
+        "stopped": [{"job": "etl/old", "dataset": "ns/legacy", "direction": "output"}],
+    }
+    assert near["node"]["label"] == "ns/legacy" and near["depth"] == 1
+    assert "must end after it starts" in refused["error"]["message"]
