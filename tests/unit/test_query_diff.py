@@ -83,12 +83,14 @@ def store() -> IndexedStore:
     runs = table(
         [
             {"run_id": r, "job_namespace": "etl", "job_name": j, "reported_state": state,
-             "started_at": ago(start), "ended_at": None if state == "RUNNING" else ago(last),
-             "last_event_at": ago(last)}
+             "inferred_state": state, "started_at": ago(start),
+             "ended_at": None if state == "RUNNING" else ago(last), "last_event_at": ago(last),
+             "lost_after": None, "nominal_start_time": None, "error_message": None}
             for r, j, state, start, last in RUNS
         ],
-        [("run_id", S), ("job_namespace", S), ("job_name", S), ("reported_state", S), ("started_at", TS),
-         ("ended_at", TS), ("last_event_at", TS)],
+        [("run_id", S), ("job_namespace", S), ("job_name", S), ("reported_state", S), ("inferred_state", S),
+         ("started_at", TS), ("ended_at", TS), ("last_event_at", TS), ("lost_after", TS),
+         ("nominal_start_time", TS), ("error_message", S)],
     )  # fmt: skip
     run_io = table(
         [
