@@ -294,7 +294,8 @@ def _lifecycle(version: dict[str, Any]) -> str | None:
 
 def print_versions(data: dict[str, Any]) -> None:
     """A dataset's versions, newest first: the write that made each, its schema and statistics."""
-    echo(f"{data['dataset']['label']}: {len(data['versions'])} versions")
+    count = len(data["versions"])
+    echo(f"{data['dataset']['label']}: {count} version{'s' * (count != 1)}")
     if data["versions"]:
         table(
             ["version", "written", "run", "job", "state", "rows", "schema", "lifecycle"],
