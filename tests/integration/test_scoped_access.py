@@ -141,6 +141,33 @@ def _allowed(namespace: str) -> bool:
     return any(fnmatchcase(namespace, pattern) for pattern in READER_SCOPE)
 
 
+def _leaks(answer: requests.Response, hidden: set[str]) -> list[str]:
+    """The hidden names an answer says: in its text, or for JSON in its values and as whole keys. A key is
+    matched whole, not as a part: a field of the shape such as ``file_count`` holds the hidden namespace
+    ``file`` without saying it."""
+    try:
+        data = answer.json()
+    except ValueError:
+        return [name for name in hidden if name in answer.text]
+    values: list[str] = []
+    keys: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            keys.update(node)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str):
+            values.append(node)
+
+    walk(data)
+    text = "\n".join(values)
+    return [name for name in hidden if name in text or name in keys]
+
+
 def test_a_scoped_read_key_sees_only_its_namespaces(reader: ReadService) -> None:
     # What exists, as the unscoped key sees it.
     namespaces = [n["name"] for n in _get(reader, "/api/v1/namespaces", FULL).json()["namespaces"]]
@@ -207,7 +234,7 @@ def test_a_scoped_read_key_sees_only_its_namespaces(reader: ReadService) -> None
     for path, params in paths:
         answer = _get(reader, path, READER, **params)
         assert answer.status_code == 200, (path, params, answer.text)
-        leaked = [name for name in hidden if name in answer.text]
+        leaked = _leaks(answer, hidden)
         assert not leaked, (path, params, leaked)
         answers[(path, json.dumps(params))] = answer
     listed = {n["name"] for n in answers[("/api/v1/namespaces", "{}")].json()["namespaces"]}
