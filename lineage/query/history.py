@@ -163,6 +163,19 @@ def _versions(
     return list(found.values())
 
 
+def _known_versions(
+    store: LineageStore, nodes: dict[str, Node]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, list[DatasetVersion]]]:
+    """For the datasets of ``nodes`` (dataset id -> node): their writes (oldest first) and their versions,
+    the writes, schema numbers and writing runs read once for all of them."""
+    dataset_ids = sorted(nodes)
+    writes = _writes(store, dataset_ids)
+    schemas = _schema_numbers(store, dataset_ids)
+    runs = _run_states(store, (w["run_id"] for rows in writes.values() for w in rows))
+    versions = {d: _versions(node, writes.get(d, []), schemas, runs) for d, node in nodes.items()}
+    return writes, versions
+
+
 def _dataset(store: LineageStore, node: Node) -> Node:
     if node.kind != DATASET or not node.dataset_id:
         raise LookupError_(f"{node.label} is a job: versions are kept for datasets")
@@ -173,11 +186,8 @@ def dataset_versions(store: LineageStore, node: Node) -> list[DatasetVersion]:
     """Every version of a dataset, newest first (by its write's last moment, then run id)."""
     node = _dataset(store, node)
     dataset_id = node.dataset_id or ""
-    writes = _writes(store, [dataset_id]).get(dataset_id, [])
-    schemas = _schema_numbers(store, [dataset_id])
-    runs = _run_states(store, (w["run_id"] for w in writes))
-    found = _versions(node, writes, schemas, runs)
-    return sorted(found, key=lambda v: (v.written_at or _EPOCH, v.run_id), reverse=True)
+    _, versions = _known_versions(store, {dataset_id: node})
+    return sorted(versions[dataset_id], key=lambda v: (v.written_at or _EPOCH, v.run_id), reverse=True)
 
 
 def dataset_version(store: LineageStore, node: Node, version: str) -> DatasetVersion:
@@ -240,12 +250,8 @@ def versions_read(store: LineageStore, run_ids: Sequence[str]) -> dict[str, list
     reads = store.rows(
         "run_io", row_filter=ex.And(ex.In("run_id", list(run_ids)), ex.EqualTo("direction", "input"))
     )
-    dataset_ids = sorted({r["dataset_id"] for r in reads})
-    writes = _writes(store, dataset_ids)
-    schemas = _schema_numbers(store, dataset_ids)
-    runs = _run_states(store, (w["run_id"] for rows in writes.values() for w in rows))
-    nodes = store.nodes_of(dataset_ids)
-    versions = {d: _versions(nodes[d], writes.get(d, []), schemas, runs) for d in dataset_ids if d in nodes}
+    nodes = store.nodes_of(sorted({r["dataset_id"] for r in reads}))
+    writes, versions = _known_versions(store, nodes)
     for read in reads:
         node = nodes.get(read["dataset_id"])
         if node is None:
@@ -265,19 +271,12 @@ def versions_written(store: LineageStore, run_id: str) -> list[DatasetVersion]:
     ex = expressions()
     mine = ex.And(ex.EqualTo("run_id", run_id), ex.EqualTo("direction", "output"))
     wrote = store.rows("run_io", row_filter=mine)
-    dataset_ids = sorted({r["dataset_id"] for r in wrote})
-    writes = _writes(store, dataset_ids)
-    schemas = _schema_numbers(store, dataset_ids)
-    runs = _run_states(store, (w["run_id"] for rows in writes.values() for w in rows))
-    nodes = store.nodes_of(dataset_ids)
+    nodes = store.nodes_of(sorted({r["dataset_id"] for r in wrote}))
+    _, versions = _known_versions(store, nodes)
     out: list[DatasetVersion] = []
     for row in wrote:
-        node = nodes.get(row["dataset_id"])
-        if node is None:
-            continue
         vid = version_name(row)
-        found = _versions(node, writes.get(row["dataset_id"], []), schemas, runs)
-        out.extend(v for v in found if v.version == vid)
+        out.extend(v for v in versions.get(row["dataset_id"], []) if v.version == vid)
     return sorted(out, key=lambda v: (v.dataset.namespace, v.dataset.name))
 
 
