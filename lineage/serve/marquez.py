@@ -1107,11 +1107,14 @@ def versions_page(store: IndexedStore, node: Node, limit: int, offset: int) -> d
     """Marquez's ``DatasetVersions``: one page of :func:`dataset_versions` (only that page's are made)."""
     if not write_history(store).get(node.dataset_id or ""):
         return paged("versions", dataset_versions(store, node), limit, offset)
-    total = len(history.dataset_versions(store, node))
-    return {
-        "versions": _write_versions(store, node, lambda found: page(found, limit, offset)),
-        "totalCount": total,
-    }
+    total: list[int] = []  # every version is found once: counted here, only the page is made
+
+    def keep(found: list[Any]) -> list[Any]:
+        total.append(len(found))
+        return page(found, limit, offset)
+
+    versions = _write_versions(store, node, keep)
+    return {"versions": versions, "totalCount": total[0]}
 
 
 def one_version(store: IndexedStore, node: Node, version: str) -> dict[str, Any]:
