@@ -25,11 +25,12 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import ProcessResult
-from benchmarks.workload import Dataset, Estate
+from benchmarks.workload import BASE_TIME, Dataset, Estate
 
 DEPTHS = (1, 3, 10)
 DIRECTIONS = ("upstream", "downstream")
@@ -106,6 +107,71 @@ def pick_nodes(estate: Estate) -> dict[str, tuple[Dataset, str]]:
     }
 
 
+def most_written(estate: Estate) -> tuple[Dataset, str]:
+    """The dataset the most jobs of the estate write (ties: the lowest index): the one with the most versions
+    a versions question walks, as far as the estate says without counting runs."""
+    writers: dict[int, int] = {}
+    for job in estate.jobs:
+        for index in set(job.outputs):
+            writers[index] = writers.get(index, 0) + 1
+    named = [d for d in estate.datasets if d.namespace and d.index in writers]
+    if not named:
+        raise ValueError("the estate has no written dataset")
+    dataset = max(named, key=lambda d: (writers[d.index], -d.index))
+    return dataset, f"written by {writers[dataset.index]} jobs"
+
+
+def diff_windows(estate: Estate) -> dict[str, str]:
+    """The windows of the diff question: the last day of the base part's history against the week before
+    it (the CLI's default windows, placed at the end of the generated history instead of at now)."""
+    end = BASE_TIME + timedelta(days=estate.tier.days)
+    cut = end - timedelta(days=1)
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    return {
+        "from": cut.strftime(stamp),
+        "to": end.strftime(stamp),
+        "base_from": (cut - timedelta(days=7)).strftime(stamp),
+        "base_to": cut.strftime(stamp),
+    }
+
+
+def history_questions(estate: Estate) -> list[tuple[str, str, list[str], tuple[str, dict[str, str]]]]:
+    """(label, node key, CLI arguments, (read API path, its query)) of the over-time and health questions
+    (issues 41 and 42): the health of the most-read dataset with its whole upstream, the versions of the
+    most-written dataset, and the diff of the whole lake between two windows."""
+    hub, _why = pick_nodes(estate)["hub"]
+    written, _why = most_written(estate)
+    windows = diff_windows(estate)
+    window_args = [a for k, v in windows.items() for a in (f"--{k.replace('_', '-')}", v)]
+    return [
+        ("health", "hub", ["health", _name(hub)], ("/api/v2/health", {"node": _name(hub)})),
+        (
+            "versions",
+            "most-written",
+            ["versions", _name(written)],
+            ("/api/v2/versions", {"node": _name(written)}),
+        ),
+        ("diff, whole lake", "lake", ["diff", *window_args], ("/api/v2/diff", windows)),
+    ]
+
+
+def answer_size(answer: Any) -> int:
+    """How many entries an answer lists: versions, health causes, or every change of a diff."""
+    if not isinstance(answer, dict):
+        return 0
+    if "versions" in answer:
+        return len(answer["versions"])
+    if "causes" in answer:
+        return len(answer["causes"])
+    total = 0
+    for value in answer.values():
+        if isinstance(value, list):
+            total += len(value)
+        elif isinstance(value, dict):
+            total += sum(len(v) for v in value.values() if isinstance(v, list))
+    return total
+
+
 def percentile(values: Sequence[float], share: float) -> float:
     """Linear-interpolated percentile (``share`` in 0..1) of at least one value."""
     data = sorted(values)
@@ -176,6 +242,22 @@ def run_sql(ctx: QueryContext) -> list[dict[str, Any]]:
     return rows
 
 
+def run_history(ctx: QueryContext) -> list[dict[str, Any]]:
+    """Each of :func:`history_questions` through the CLI (``--json``): entries answered, wall seconds."""
+    script = Path(ctx.python[0]).parent / "lineage"
+    nodes = {"hub": pick_nodes(ctx.estate)["hub"], "most-written": most_written(ctx.estate)}
+    rows: list[dict[str, Any]] = []
+    for label, key, arguments, _query in history_questions(ctx.estate):
+        command = [str(script), *arguments, "--json"]
+        answer, first_s, timed = measure_command(ctx, command, f"history-{len(rows)}")
+        why = nodes[key][1] if key in nodes else "every dataset"
+        rows.append(
+            {"query": label, "node": key, "why": why, "args": arguments, "entries": answer_size(answer)}
+            | {"first_s": round(first_s, 3), **timed}
+        )
+    return rows
+
+
 def run_queries(ctx: QueryContext) -> dict[str, Any]:
     """Measure every (direction, node, depth) query; rows for the report."""
     ctx.work_dir.mkdir(parents=True, exist_ok=True)
@@ -202,6 +284,7 @@ def run_queries(ctx: QueryContext) -> dict[str, Any]:
     return {
         "status": "ok",
         "sql": run_sql(ctx),
+        "history": run_history(ctx),
         "tier": ctx.tier,
         "nodes": {k: {"name": _name(d), "why": why} for k, (d, why) in nodes.items()},
         "rows": rows,

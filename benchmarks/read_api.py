@@ -20,7 +20,16 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from benchmarks.queries import DEPTHS, DIRECTIONS, QueryContext, _name, pick_nodes, spread
+from benchmarks.queries import (
+    DEPTHS,
+    DIRECTIONS,
+    QueryContext,
+    _name,
+    answer_size,
+    history_questions,
+    pick_nodes,
+    spread,
+)
 
 READY_TIMEOUT_S = 600.0
 
@@ -138,6 +147,14 @@ def marquez_paths(estate: Any, nodes: dict[str, tuple[Any, str]]) -> list[tuple[
     return out
 
 
+def history_paths(estate: Any) -> list[tuple[str, str, str]]:
+    """(label, node key, path) of the CLI's over-time and health questions (:func:`history_questions`)."""
+    return [
+        (label, key, f"{path}?{urllib.parse.urlencode(query)}")
+        for label, key, _arguments, (path, query) in history_questions(estate)
+    ]
+
+
 def measure_paths(port: int, paths: list[tuple[str, str, str]], runs: int) -> list[dict[str, Any]]:
     """``(label, node, path)`` -> one row each: answer size, warm p50/p95 in ms."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
@@ -146,13 +163,13 @@ def measure_paths(port: int, paths: list[tuple[str, str, str]], runs: int) -> li
         for label, node, path in paths:
             body, timed = timed_get(conn, path, runs)
             answer = json.loads(body)
-            items: list[Any] = next((answer[k] for k in ("graph", "results", "jobs") if k in answer), [])
+            listed = next((answer[k] for k in ("graph", "results", "jobs") if k in answer), None)
             rows.append(
                 {
                     "query": label,
                     "node": node,
                     "path": path,
-                    "items": len(items),
+                    "items": len(listed) if listed is not None else answer_size(answer),
                     "bytes": len(body),
                     "runs": timed["runs"],
                     "p50_ms": round(timed["p50_s"] * 1000, 2),
@@ -191,6 +208,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
         for row in rows:
             row["name"], row["node"] = row["node"], which[row["node"]]
         marquez = measure_paths(port, marquez_paths(ctx.estate, nodes), MARQUEZ_RUNS)
+        history = measure_paths(port, history_paths(ctx.estate), runs)
         return {
             "status": "ok",
             "ready_s": round(time.monotonic() - started, 2),
@@ -200,6 +218,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
             "rows": rows,
             "p95_max_ms": max(r["p95_ms"] for r in rows),
             "marquez_rows": marquez,
+            "history_rows": history,
         }
     finally:
         if process.poll() is None:

@@ -449,6 +449,7 @@ def _queries(results: dict[str, dict[str, Any]]) -> list[str]:
             )
         lines.append("")
         lines += _sql_rows(tier, node.get("sql") or [])
+        lines += _history_rows(tier, node.get("history") or [])
     read_api = _read_api(results)
     endpoint = _endpoint(results)
     return [*lines, *read_api, *endpoint][:-1]
@@ -469,6 +470,26 @@ def _sql_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {row['query']} | {row['rows']:,} | {row['p50_s']:.2f} | {row['p95_s']:.2f} | "
             f"{row['min_s']:.2f} - {row['max_s']:.2f} | {row['peak_mib']:,.0f} |"
+        )
+    return [*lines, ""]
+
+
+def _history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Lineage over time and health through the CLI (issues 41 and 42), a new process each time."""
+    if not rows:
+        return []
+    lines = [
+        f"Over time and health, tier {tier}: `lineage health|versions|diff ... --json`, a new process each "
+        f"time. Seconds over {rows[0]['runs']} timed runs after one untimed run; entries: the causes, the "
+        "versions, or every change the diff lists.",
+        "",
+        "| question | node | entries | p50 s | p95 s | min - max s | peak MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['query']} | {row['node']} ({row['why']}) | {row['entries']:,} | {row['p50_s']:.2f} | "
+            f"{row['p95_s']:.2f} | {row['min_s']:.2f} - {row['max_s']:.2f} | {row['peak_mib']:,.0f} |"
         )
     return [*lines, ""]
 
@@ -515,6 +536,7 @@ def _read_api(results: dict[str, dict[str, Any]]) -> list[str]:
             )
         lines.append("")
         lines += _marquez_rows(tier, node.get("marquez_rows") or [])
+        lines += _api_history_rows(tier, node.get("history_rows") or [])
     return lines
 
 
@@ -528,6 +550,26 @@ def _marquez_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
         "UI asks depth 2).",
         "",
         "| question | node | items answered | bytes | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['query']} | {row['node']} | {row['items']:,} | {row['bytes']:,} | {row['p50_ms']:.2f} | "
+            f"{row['p95_ms']:.2f} | {row['max_ms']:.2f} |"
+        )
+    return [*lines, ""]
+
+
+def _api_history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
+    """The over-time and health questions asked of the same server (issues 41 and 42)."""
+    if not rows:
+        return []
+    lines = [
+        f"Over time and health, tier {tier}, the same server: `/api/v2/health`, `/api/v2/versions` and "
+        f"`/api/v2/diff` answering the CLI's JSON, milliseconds per request over {rows[0]['runs']} requests "
+        "after one untimed one (warm).",
+        "",
+        "| question | node | entries | bytes | p50 ms | p95 ms | max ms |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:

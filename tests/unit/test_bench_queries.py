@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.queries import _readers, _upstream_depth, percentile, pick_nodes
+from benchmarks.queries import (
+    _name,
+    _readers,
+    _upstream_depth,
+    answer_size,
+    history_questions,
+    most_written,
+    percentile,
+    pick_nodes,
+)
 from benchmarks.workload import Tier, Workload
 
 TINY = Tier("T", jobs=400, datasets=800, events=8_000, days=1)
@@ -48,3 +57,48 @@ def test_upstream_depth_follows_the_longest_chain_and_survives_cycles() -> None:
 )
 def test_percentile_interpolates(values: list[float], share: float, expected: float) -> None:
     assert percentile(values, share) == pytest.approx(expected)
+
+
+def test_history_questions_ask_of_the_most_read_and_most_written_datasets_and_the_last_day() -> None:
+    estate = Workload(TINY, 7).estate
+    written, why = most_written(estate)
+    writers = {i: sum(1 for j in estate.jobs if i in j.outputs) for i in range(len(estate.datasets))}
+    assert writers[written.index] == max(writers.values()) >= 1
+    assert why == f"written by {writers[written.index]} jobs"
+    hub, _ = pick_nodes(estate)["hub"]
+    questions = {label: (key, args, api) for label, key, args, api in history_questions(estate)}
+    assert questions["health"] == ("hub", ["health", _name(hub)], ("/api/v2/health", {"node": _name(hub)}))
+    assert questions["versions"][1] == ["versions", _name(written)]
+    _key, args, (path, windows) = questions["diff, whole lake"]
+    # TINY spans one day from 2026-10-01: the window looked at is that day, compared with the week before.
+    assert windows == {
+        "from": "2026-10-01T00:00:00Z",
+        "to": "2026-10-02T00:00:00Z",
+        "base_from": "2026-09-24T00:00:00Z",
+        "base_to": "2026-10-01T00:00:00Z",
+    }
+    assert path == "/api/v2/diff"
+    assert args == [
+        "diff",
+        "--from",
+        windows["from"],
+        "--to",
+        windows["to"],
+        "--base-from",
+        windows["base_from"],
+        "--base-to",
+        windows["base_to"],
+    ]
+
+
+def test_answer_size_counts_versions_causes_or_every_change() -> None:
+    assert answer_size({"dataset": {}, "versions": [1, 2, 3]}) == 3
+    assert answer_size({"state": "failing", "causes": [{}, {}]}) == 2
+    diff = {
+        "window": {"from": "a"},
+        "edges": {"appeared": [1], "stopped": [2, 3]},
+        "schemas": [4],
+        "outcomes": [],
+    }
+    assert answer_size(diff) == 4
+    assert answer_size([]) == 0
