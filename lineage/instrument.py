@@ -101,7 +101,13 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
     "dataset_mentions": _columns(
         "events",
         identity=("event_kind", "event_type", "event_time", "run_id", *_JOB),
-        derived={f: _FROM_JSON for f in ("namespace", "name", "raw_namespace", "raw_name", "schema_fields")},
+        derived={
+            f: _FROM_JSON
+            for f in (
+                *("namespace", "name", "raw_namespace", "raw_name", "schema_fields"),
+                *("tags", "assertions", "dataset_version"),
+            )
+        },
     ),
     "jobs": _columns(
         "events",
@@ -125,10 +131,20 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
     ),
     "datasets": _columns(
         "events",
-        derived={"namespace": _FROM_JSON, "name": _FROM_JSON, "schema_fields": _FROM_JSON},
+        derived={f: _FROM_JSON for f in ("namespace", "name", "schema_fields", "tags")},
         aggregated={"first_seen": "event_time", "last_seen": "event_time"},
     ),
-    "run_io": _columns("events", identity=("run_id", *_JOB), derived={"dataset_id": _FROM_JSON}),
+    "run_io": _columns(
+        "events",
+        identity=("run_id", *_JOB),
+        derived={f: _FROM_JSON for f in ("dataset_id", "dataset_version", "schema_hash")},
+    ),
+    "quality_results": _columns(
+        "events",
+        identity=("run_id", *_JOB),
+        derived={f: _FROM_JSON for f in ("dataset_id", "column_name", "assertion", "success", "problem")},
+        aggregated={"checked_at": "event_time"},
+    ),
     "job_edges": _columns(
         "events", identity=_JOB, derived={"dataset_id": _FROM_JSON}, aggregated={"run_count": "run_id"}
     ),

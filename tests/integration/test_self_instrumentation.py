@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from lineage.instrument import BUILD_COLUMNS
 from tests.fixtures.pipeline import PARENT_ID, Pipeline
 
 pytestmark = pytest.mark.integration
@@ -72,6 +73,12 @@ def test_our_jobs_and_their_iceberg_tables_are_modelled(spark: SparkSession, lab
     }
     assert (settings.kafka.topic, "value", f"{warehouse}/raw/events", "event_json") in column_edges
     assert (f"{warehouse}/raw/events", "run_id", f"{warehouse}/lineage/runs", "run_id") in column_edges
+
+    # Every column the declared column lineage names exists in the table it describes.
+    catalog = settings.catalog
+    for table, mapping in BUILD_COLUMNS.items():
+        names = set(spark.table(catalog.table(catalog.lineage_namespace, table)).columns)
+        assert set(mapping) <= names, (table, sorted(set(mapping) - names))
 
     runs = [r for r in lineage_table(spark, lab_pipeline, "runs") if r["job_namespace"] == OURS]
     assert {r["parent_run_id"] for r in runs} == {PARENT_ID.rsplit("/", 1)[1]}
