@@ -127,7 +127,8 @@ def lineage_report(settings: Settings) -> None:
 
 
 def health_report(settings: Settings) -> None:
-    """What is wrong upstream of the Spark summary table, each cause with its path (``lineage health``)."""
+    """What is wrong upstream of the Spark summary table, each cause with its path, and the hourly table
+    that stopped being written (``lineage health``)."""
     target = f"{WAREHOUSE}/default.db/supplier_stats"
     data = health_of(LineageStore(settings), target)
     print(f"\nhealth along lineage (lineage health {target}):")
@@ -136,6 +137,9 @@ def health_report(settings: Settings) -> None:
         hops = f"{cause['hops']} hop{'s' * (cause['hops'] != 1)}"
         problems = "; ".join(problem_words(p) for p in cause["problems"])
         print(f"  {hops} up, {cause['kind']} {cause['label']}: {problems}")
+    late = f"{WAREHOUSE}/default.db/fx_rates"
+    own = health_of(LineageStore(settings), late)
+    print(f"lineage health {late}: {own['state']} ({'; '.join(problem_words(p) for p in own['problems'])})")
 
 
 def column_report(settings: Settings) -> None:
