@@ -75,6 +75,7 @@ MODEL_TABLES = (
     "dataset_schemas",
     "run_io",
     "quality_results",
+    "quality_metrics",
     "job_edges",
     "dataset_edges",
     "job_summary",
@@ -99,6 +100,7 @@ ROW_KEYS = {
     "dataset_schemas": ["dataset_id", "schema_hash"],
     "run_io": ["run_id", "dataset_id", "direction"],
     "quality_results": ["run_id", "dataset_id", "column_name", "assertion"],
+    "quality_metrics": ["run_id", "dataset_id", "column_name"],
     "job_edges": [*JOB_KEY, "dataset_id", "direction"],
     "dataset_edges": ["source_dataset_id", "target_dataset_id", *JOB_KEY],
     "job_summary": JOB_KEY,
@@ -143,8 +145,13 @@ LIVENESS_PROPERTY = "lineage.liveness-settings"
 # Columns of model tables this version writes that an earlier version's did not (or the other way round):
 # a lake whose table differs gets a full recompute from its extracted form on its first build. runs: the
 # liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock). run_io: the
-# version and schema each run read or wrote (dataset versions tied to runs).
-MODEL_COLUMNS = {"runs": ("lost_after",), "run_io": ("dataset_version", "schema_hash")}
+# version and schema each run read or wrote (dataset versions tied to runs). quality_results: which facet
+# reported a result and a test's status (the test run facet).
+MODEL_COLUMNS = {
+    "runs": ("lost_after",),
+    "run_io": ("dataset_version", "schema_hash"),
+    "quality_results": ("facet", "status"),
+}
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
@@ -568,8 +575,8 @@ class _Build:
           (first seen kept, last seen and latest schema from the new ones, new schema versions numbered
           after the old). Any other touched dataset, and every relabelled one, is recomputed from all its
           mentions (late or replayed events, merges; exact either way).
-        - ``run_io`` and ``quality_results``: recomputed for the touched runs and the runs with io on a
-          relabelled dataset;
+        - ``run_io``, ``quality_results`` and ``quality_metrics``: recomputed for the touched runs and the
+          runs with io on a relabelled dataset;
           ``job_edges`` and ``dataset_edges`` for the jobs of those runs, the touched jobs and the jobs with
           an edge on a relabelled dataset.
         - ``column_edges``: recomputed for the targets of the new column-lineage facets, the relabelled
@@ -683,6 +690,7 @@ class _Build:
         self._put("run_io", model.run_io(run_mentions, aliases), io_runs)
         # A run's quality results come from the same mentions as its io: the same runs, replaced the same way.
         self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
+        self._put("quality_metrics", model.quality_metrics(run_mentions, aliases), io_runs)
         jobs_io = self.table("run_io").join(edge_jobs, JOB_KEY, "left_semi")
         static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
             edge_jobs, JOB_KEY, "left_semi"
@@ -852,6 +860,7 @@ class _Build:
         self._put("dataset_schemas", model.dataset_schemas(mentions, aliases))
         self._put("run_io", model.run_io(mentions, aliases))
         self._put("quality_results", model.quality_results(mentions, aliases))
+        self._put("quality_metrics", model.quality_metrics(mentions, aliases))
         self._put(
             "job_edges", model.job_edges(self.table("run_io"), runs, model.static_io(mentions, aliases))
         )

@@ -127,15 +127,20 @@ def lineage_report(settings: Settings) -> None:
 
 
 def health_report(settings: Settings) -> None:
-    """What is wrong upstream of the Spark summary table, each cause with its path (``lineage health``)."""
+    """What is wrong upstream of the Spark summary table, each cause with its path, and the hourly table
+    that stopped being written (``lineage health``)."""
+    store = LineageStore(settings)
     target = f"{WAREHOUSE}/default.db/supplier_stats"
-    data = health_of(LineageStore(settings), target)
+    data = health_of(store, target)
     print(f"\nhealth along lineage (lineage health {target}):")
     print(f"  own state: {data['state']}; upstream: {data['upstream']}")
     for cause in data["causes"]:
         hops = f"{cause['hops']} hop{'s' * (cause['hops'] != 1)}"
         problems = "; ".join(problem_words(p) for p in cause["problems"])
         print(f"  {hops} up, {cause['kind']} {cause['label']}: {problems}")
+    late = f"{WAREHOUSE}/default.db/fx_rates"
+    own = health_of(store, late)
+    print(f"lineage health {late}: {own['state']} ({'; '.join(problem_words(p) for p in own['problems'])})")
 
 
 def column_report(settings: Settings) -> None:

@@ -14,6 +14,7 @@ Built with openlineage-python's own models, shaped like what each real producer 
 - ``supplier_stats_app``: a Spark application (parent run) with two child job runs; the overwrite job reads
   the same Iceberg table under its physical ``s3a://warehouse/...`` name and writes ``supplier_stats`` with
   schema, column-lineage and output-statistics facets.
+- ``fx-rates-loader``: an hourly batch job writing ``fx_rates`` four times, then stopping: a late dataset.
 
 A fixed seed and a fixed base time make the set identical on every run.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +34,7 @@ from openlineage.client.facet_v2 import (
     data_quality_assertions_dataset,
     error_message_run,
     job_type_job,
+    nominal_time_run,
     output_statistics_output_dataset,
     parent_run,
     processing_engine_run,
@@ -507,7 +510,35 @@ def lab_events(seed: int = 42, base_time: datetime = BASE_TIME) -> list[DemoEven
         PRODUCER_SPARK,
         run_facets=engine3,
     )
+    _late_loader(ids, t, add)
     return out
+
+
+def _late_loader(ids: _Ids, t: datetime, add: Callable[..., None]) -> None:
+    """A batch job loading exchange rates every hour, on schedule for four hours, then never again: its
+    table ``fx_rates`` is late for ``lineage health`` (its last write is more than two intervals old) on any
+    clock past the lab's sixth hour."""
+    job = Job(namespace=LAB_NAMESPACE, name="fx-rates-loader", facets=_job_type("BATCH", "SPARK", "JOB"))
+    rates = OutputDataset(
+        namespace=WAREHOUSE,
+        name="default.db/fx_rates",
+        facets={"schema": _schema([("currency", "STRING"), ("rate", "DOUBLE"), ("as_of", "TIMESTAMP")])},
+    )
+    for hour in range(4):
+        run_id = ids.v4()
+        nominal = t + timedelta(hours=hour)
+        facets = {"nominalTime": nominal_time_run.NominalTimeRunFacet(nominalStartTime=_ts(nominal))}
+        for state, minutes in ((RunState.START, 1), (RunState.COMPLETE, 3)):
+            add(
+                f"fx-rates-loader {hour}h {state.value}",
+                state,
+                nominal + timedelta(minutes=minutes),
+                run_id,
+                job,
+                PRODUCER_SPARK,
+                run_facets=facets,
+                outputs=[rates],
+            )
 
 
 # Messages that are not valid OpenLineage events, sent as raw bytes; each with the reason it must get.

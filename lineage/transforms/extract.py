@@ -21,13 +21,16 @@ from lineage.transforms.column_facets import ENTRY_TYPE, column_entries, facet_d
 from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
     ASSERTIONS_TYPE,
+    COLUMN_METRICS_TYPE,
     DATASET_EVENT,
     IDENTIFIERS_TYPE,
     JOB_EVENT,
+    METRICS_TYPE,
     OWNERS_TYPE,
     RUN_EVENT,
     SCHEMA_FIELDS_TYPE,
     TAGS_TYPE,
+    TESTS_TYPE,
     event_hash,
     get,
     parsed_event,
@@ -77,7 +80,15 @@ MENTION_TYPE = (
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
-    "previous_name:string,tags:" + TAGS_TYPE + ",assertions:" + ASSERTIONS_TYPE + ",dataset_version:string>"
+    "previous_name:string,tags:"
+    + TAGS_TYPE
+    + ",assertions:"
+    + ASSERTIONS_TYPE
+    + ",tests:"
+    + TESTS_TYPE
+    + ",metrics:"
+    + METRICS_TYPE
+    + ",dataset_version:string>"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -138,7 +149,135 @@ def _assertions(node: Column) -> Column:
     )
 
 
-def _mention(node: Column, role: str, statistics: str | None) -> Column:
+def _problems(*checks: Column) -> Column:
+    """The messages of the failed checks joined by "; ", null when every check passed."""
+    joined = F.concat_ws("; ", *checks)
+    return F.when(joined != "", joined)
+
+
+def _number(node: Column, key: str, type_: str) -> tuple[Column, Column]:
+    """``key`` of an object as ``type_`` and the message saying it is not a number (null when it is or when
+    it is absent); the message holds the value's JSON text."""
+    value = get(node, f"$.{key}", type_)
+    raw = get(node, f"$.{key}", "variant")
+    bad = raw.isNotNull() & ~F.is_variant_null(raw) & value.isNull()
+    return value, F.when(bad, F.concat(F.lit(f"{key} is not a number: "), F.to_json(raw)))
+
+
+def _metrics(node: Column) -> Column:
+    """The data-quality metrics facet of a mention (spec/facets/DataQualityMetricsInputDatasetFacet.json, an
+    input dataset facet: ``rowCount``, ``bytes``, ``fileCount`` and ``columnMetrics``, an object keyed by
+    column name of ``nullCount``, ``distinctCount``, ``sum``, ``count``, ``min``, ``max`` and ``quantiles``),
+    read from ``inputFacets`` and, where a producer puts it there, ``facets``; null without the facet.
+
+    A value that is not a number is kept as null and named, with its JSON text, in ``problem`` (of the
+    dataset or of its column); so is a ``columnMetrics`` or a column entry that is not an object."""
+    facet = F.coalesce(
+        get(node, "$.inputFacets.dataQualityMetrics", "variant"),
+        get(node, "$.facets.dataQualityMetrics", "variant"),
+    )
+    row_count, bad_rows = _number(facet, "rowCount", "bigint")
+    size, bad_size = _number(facet, "bytes", "bigint")
+    files, bad_files = _number(facet, "fileCount", "bigint")
+    raw_columns = get(facet, "$.columnMetrics", "variant")
+    by_column = get(facet, "$.columnMetrics", "map<string,variant>")
+    columns_problem = F.when(
+        raw_columns.isNotNull() & ~F.is_variant_null(raw_columns) & by_column.isNull(),
+        F.concat(F.lit("columnMetrics is not an object: "), F.to_json(raw_columns)),
+    )
+
+    def column(entry: Column) -> Column:
+        value = entry["value"]
+        counts = {
+            "null_count": _number(value, "nullCount", "bigint"),
+            "distinct_count": _number(value, "distinctCount", "bigint"),
+            **{k: _number(value, k, "double") for k in ("sum", "count", "min", "max")},
+            "quantiles": _number(value, "quantiles", "map<string,double>"),
+        }
+        by_quantile = counts["quantiles"][0]
+        counts["quantiles"] = (
+            F.array_sort(
+                F.transform(
+                    F.map_entries(by_quantile),
+                    lambda q: F.struct(q["key"].alias("quantile"), q["value"].alias("value")),
+                )
+            ),
+            counts["quantiles"][1],
+        )
+        not_object = F.when(
+            ~F.is_variant_null(value) & get(value, "$", "map<string,variant>").isNull(),
+            F.concat(F.lit("not an object: "), F.to_json(value)),
+        )
+        return F.struct(
+            entry["key"].alias("column"),
+            *[v.alias(name) for name, (v, _) in counts.items()],
+            _problems(not_object, *[bad for _, bad in counts.values()]).alias("problem"),
+        )
+
+    return F.when(facet.isNull() | F.is_variant_null(facet), F.lit(None).cast(METRICS_TYPE)).otherwise(
+        F.struct(
+            row_count.alias("row_count"),
+            size.alias("bytes"),
+            files.alias("file_count"),
+            _problems(bad_rows, bad_size, bad_files, columns_problem).alias("problem"),
+            F.coalesce(
+                F.transform(F.map_entries(by_column), column), F.array().cast(f"array<{COLUMN_METRICS_TYPE}>")
+            ).alias("columns"),
+        )
+    )
+
+
+TEST_STATUSES = ("pass", "fail", "skip")
+
+
+def _tests(v: Column) -> Column:
+    """The test run facet of an event (``run.facets.test``, OpenLineage TestRunFacet 1-0-1: ``tests[]`` of
+    ``name``, ``status`` pass, fail or skip, and optional ``severity``, ``type``, ``expected``, ``actual``,
+    ``params``...), null without the facet. The facet names no dataset: the build attributes each test to
+    the run's inputs (dbt-ol sends one run per singular test, with the models it reads as inputs).
+
+    Nothing of another shape is dropped: a test without a readable name keeps its JSON text as ``name``, a
+    status other than pass, fail or skip keeps a null ``success`` (the status's text is in ``problem``), and
+    a facet without a ``tests`` array becomes one entry holding the facet's text; ``problem`` says which."""
+    facet = get(v, "$.run.facets.test", "variant")
+    items = get(facet, "$.tests", "array<variant>")
+
+    def one(item: Column) -> Column:
+        name = get(item, "$.name")
+        status = F.lower(F.trim(get(item, "$.status")))
+        known = F.coalesce(status.isin(*TEST_STATUSES), F.lit(False))
+        return F.struct(
+            F.coalesce(name, F.to_json(item)).alias("name"),
+            F.when(known, status).alias("status"),
+            F.when(status == "pass", True).when(status == "fail", False).alias("success"),
+            get(item, "$.params.column_name").alias("column"),
+            F.when(name.isNull(), F.lit("test without a name"))
+            .when(
+                ~known,
+                F.concat(
+                    F.lit("status is not pass, fail or skip: "),
+                    F.coalesce(F.to_json(get(item, "$.status", "variant")), F.lit("none")),
+                ),
+            )
+            .alias("problem"),
+        )
+
+    unreadable = F.array(
+        F.struct(
+            F.to_json(facet).alias("name"),
+            *[F.lit(None).cast(t).alias(c) for c, t in (("status", "string"), ("success", "boolean"))],
+            F.lit(None).cast("string").alias("column"),
+            F.lit("no tests array").alias("problem"),
+        )
+    )
+    return (
+        F.when(facet.isNull() | F.is_variant_null(facet), F.lit(None).cast(TESTS_TYPE))
+        .when(items.isNull(), unreadable)
+        .otherwise(F.transform(items, one))
+    )
+
+
+def _mention(node: Column, role: str, statistics: str | None, tests: Column | None = None) -> Column:
     def stat(key: str) -> Column:
         return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
 
@@ -162,6 +301,8 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
         get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
         _assertions(node).alias("assertions"),
+        (F.lit(None).cast(TESTS_TYPE) if tests is None else tests).alias("tests"),
+        _metrics(node).alias("metrics"),
         # The dataset version facet (DatasetVersionDatasetFacet): the producer's own id of the version read
         # or written, e.g. an Iceberg snapshot id from the Spark integration, on inputs and outputs alike.
         get(node, "$.facets.version.datasetVersion").alias("dataset_version"),
@@ -201,6 +342,8 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
         none.cast(ASSERTIONS_TYPE).alias("assertions"),
+        none.cast(TESTS_TYPE).alias("tests"),
+        none.cast(METRICS_TYPE).alias("metrics"),
         none.cast("string").alias("dataset_version"),
     )
 
@@ -247,9 +390,10 @@ def _mentions(v: Column) -> Column:
     inputs = get(v, "$.inputs", "array<variant>")
     outputs = get(v, "$.outputs", "array<variant>")
     dataset = get(v, "$.dataset", "variant")
+    tests = _tests(v)
     return F.concat(
         F.coalesce(
-            F.transform(inputs, lambda x: _mention(x, "input", "$.inputFacets.inputStatistics")), empty
+            F.transform(inputs, lambda x: _mention(x, "input", "$.inputFacets.inputStatistics", tests)), empty
         ),
         F.coalesce(
             F.transform(outputs, lambda x: _mention(x, "output", "$.outputFacets.outputStatistics")), empty

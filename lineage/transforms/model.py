@@ -7,8 +7,8 @@ lives in three modules, re-exported here so callers import one name:
 - :mod:`lineage.transforms.model_datasets`: naming (``normalize_namespace``, ``normalize_name``,
   ``apply_alias_rules``), ``dataset_mentions``, ``dataset_aliases``, ``datasets``, ``dataset_schemas``,
   ``fold_datasets``, ``fold_schemas``;
-- :mod:`lineage.transforms.model_graph`: ``run_io``, ``quality_results``, ``static_io``, ``job_edges``,
-  ``dataset_edges``, ``job_summary``, ``dataset_summary``.
+- :mod:`lineage.transforms.model_graph`: ``run_io``, ``quality_results``, ``quality_metrics``, ``static_io``,
+  ``job_edges``, ``dataset_edges``, ``job_summary``, ``dataset_summary``.
 
 Typical wiring. An output that later transforms read again is materialised first (the build writes it to a
 table): chained lazily, the whole model is one plan of megabytes, each shared output copied into every
@@ -52,6 +52,7 @@ from lineage.transforms.model_graph import (
     dataset_summary,
     job_edges,
     job_summary,
+    quality_metrics,
     quality_results,
     run_io,
     static_io,
@@ -98,6 +99,7 @@ __all__ = [
     "normalize_name",
     "normalize_namespace",
     "propagate_labels",
+    "quality_metrics",
     "quality_results",
     "resolve_aliases",
     "run_io",

@@ -27,6 +27,21 @@ TAGS_TYPE = "array<struct<key:string,value:string,source:string>>"
 # One entry of the data-quality assertions facet (``column`` null: the whole dataset). ``problem`` says why
 # an entry of another shape could not be read (its JSON text is then kept as ``assertion``).
 ASSERTIONS_TYPE = "array<struct<assertion:string,success:boolean,column:string,problem:string>>"
+# One entry of the test run facet, attributed to each input of the run: ``status`` as sent (pass, fail or
+# skip), ``success`` true for pass, false for fail, null otherwise; ``column`` from ``params.column_name``.
+TESTS_TYPE = "array<struct<name:string,status:string,success:boolean,column:string,problem:string>>"
+# The data-quality metrics facet of a mention: the dataset's counts and one entry per column of
+# ``columnMetrics``. ``problem`` names each value that is not a number, with its JSON text (nothing is lost).
+# Quantiles are (quantile, value) pairs sorted by quantile, not a map: Spark cannot sort or compare maps.
+COLUMN_METRICS_TYPE = (
+    "struct<column:string,null_count:bigint,distinct_count:bigint,sum:double,count:double,min:double,"
+    "max:double,quantiles:array<struct<quantile:string,value:double>>,problem:string>"
+)
+METRICS_TYPE = (
+    "struct<row_count:bigint,bytes:bigint,file_count:bigint,problem:string,columns:array<"
+    + COLUMN_METRICS_TYPE
+    + ">>"
+)
 
 
 def parsed_event() -> Column:

@@ -117,6 +117,8 @@ MENTION_COLUMNS = (
     "previous_name",
     "tags",
     "assertions",
+    "tests",
+    "metrics",
     "dataset_version",
 )
 
@@ -139,7 +141,9 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         column_entries (the column-lineage facets: a digest of their content and their typed entries),
         lifecycle (the lifecycleStateChange facet, upper case), previous_namespace, previous_name (its
         previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet),
-        assertions (the data-quality assertions facet: assertion, success, column, problem),
+        assertions (the data-quality assertions facet: assertion, success, column, problem), tests (the
+        run's test run facet, on its inputs: name, status, success, column, problem), metrics (the
+        data-quality metrics facet: row_count, bytes, file_count, problem and per-column metrics),
         dataset_version (the version facet's ``datasetVersion``: the producer's id of the version)``.
     """
     extracted = events if "mentions" in events.columns else extract_events(events)
@@ -173,6 +177,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         normalize_name(F.col("m.previous_name")).alias("previous_name"),
         F.col("m.tags").alias("tags"),
         F.col("m.assertions").alias("assertions"),
+        F.col("m.tests").alias("tests"),
+        F.col("m.metrics").alias("metrics"),
         F.col("m.dataset_version").alias("dataset_version"),
     )
 

@@ -70,7 +70,8 @@ def run_io(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
 
 
 def quality_results(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
-    """Data-quality results per run, canonical dataset, column and assertion (the assertions facet).
+    """Data-quality results per run, canonical dataset, column and assertion: the data-quality assertions
+    facet of each mention and the test run facet of the run, whose tests count for each of its inputs.
 
     A run may report the same assertion in several events (a retried check): the latest event wins, and
     within one event a failure wins over a success, so the row never depends on arrival order. Entries the
@@ -81,25 +82,54 @@ def quality_results(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         aliases: output of :func:`~lineage.transforms.model_datasets.dataset_aliases`.
 
     Returns:
-        ``run_id, job_namespace, job_name, dataset_id, column_name (null: the whole dataset), assertion,
-        success (null when unreadable), checked_at (time of the event that reported it), problem``.
+        ``run_id, job_namespace, job_name, dataset_id, column_name (null: the whole dataset), assertion (a
+        test's name for the test run facet), success (null when unreadable or skipped), checked_at (time of
+        the event that reported it), problem, facet (dataQualityAssertions or test), status (the test's
+        pass, fail or skip; null for the assertions facet)``.
     """
-    reported = (
-        canonical_mentions(mentions, aliases)
-        .where(
-            (F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull() & F.col("assertions").isNotNull()
-        )
-        .select("run_id", *JOB, "dataset_id", "event_time", "event_hash", F.explode("assertions").alias("a"))
+    run_mentions = canonical_mentions(mentions, aliases).where(
+        (F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull()
     )
+    keep = ["run_id", *JOB, "dataset_id", "event_time", "event_hash"]
+    asserted = (
+        run_mentions.where(F.col("assertions").isNotNull())
+        .select(*keep, F.explode("assertions").alias("a"))
+        .select(
+            *keep,
+            F.struct(
+                "a.assertion",
+                "a.success",
+                "a.column",
+                "a.problem",
+                F.lit("dataQualityAssertions").alias("facet"),
+                F.lit(None).cast("string").alias("status"),
+            ).alias("a"),
+        )
+    )
+    tested = (
+        run_mentions.where((F.col("role") == "input") & F.col("tests").isNotNull())
+        .select(*keep, F.explode("tests").alias("t"))
+        .select(
+            *keep,
+            F.struct(
+                F.col("t.name").alias("assertion"),
+                "t.success",
+                "t.column",
+                "t.problem",
+                F.lit("test").alias("facet"),
+                "t.status",
+            ).alias("a"),
+        )
+    )
+    reported = asserted.unionByName(tested)
     # Latest event first, then a failure (False sorts before True, so ``~success`` puts it last = max).
     order = F.struct("event_time", "event_hash", ~F.coalesce(F.col("a.success"), F.lit(True)))
+    result = F.struct(*[F.col(f"a.{c}").alias(c) for c in ("success", "problem", "facet", "status")])
     folded = reported.groupBy(
         "run_id", "dataset_id", F.col("a.column").alias("column_name"), "a.assertion"
     ).agg(
         F.max_by(F.struct(*JOB), latest_key()).alias("_job"),
-        F.max_by(
-            F.struct(F.col("a.success").alias("success"), F.col("a.problem").alias("problem")), order
-        ).alias("_result"),
+        F.max_by(result, order).alias("_result"),
         F.max("event_time").alias("checked_at"),
     )
     return folded.select(
@@ -112,6 +142,69 @@ def quality_results(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         "_result.success",
         "checked_at",
         "_result.problem",
+        "_result.facet",
+        "_result.status",
+    )
+
+
+def quality_metrics(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
+    """The data-quality metrics facet per run, canonical dataset and column: one row for the dataset
+    (``column_name`` null: its row, byte and file counts) and one per column of ``columnMetrics``.
+
+    A run may send the facet in several events: the latest event's values win (event time, then content
+    hash), so the row never depends on arrival order. Values that were not numbers are null and named, with
+    their text, in ``problem``.
+
+    Args:
+        mentions: output of :func:`~lineage.transforms.model_datasets.dataset_mentions`.
+        aliases: output of :func:`~lineage.transforms.model_datasets.dataset_aliases`.
+
+    Returns:
+        ``run_id, job_namespace, job_name, dataset_id, column_name, row_count, bytes, file_count,
+        null_count, distinct_count, sum, count, min, max, quantiles (quantile, value pairs sorted by
+        quantile),
+        measured_at (time of the event that reported them), problem``.
+    """
+    column_types = {
+        "null_count": "bigint",
+        "distinct_count": "bigint",
+        **dict.fromkeys(("sum", "count", "min", "max"), "double"),
+        "quantiles": "array<struct<quantile:string,value:double>>",
+    }
+    column_fields = tuple(column_types)
+    dataset_fields = ("row_count", "bytes", "file_count")
+    m = F.col("metrics")
+
+    def row(column: Column | None) -> Column:
+        none = F.lit(None)
+        return F.struct(
+            (none.cast("string") if column is None else column["column"]).alias("column_name"),
+            *[(m[f] if column is None else none.cast("bigint")).alias(f) for f in dataset_fields],
+            *[(none.cast(t) if column is None else column[f]).alias(f) for f, t in column_types.items()],
+            (m["problem"] if column is None else column["problem"]).alias("problem"),
+        )
+
+    rows = F.concat(F.transform(m["columns"], row), F.array(row(None)))
+    reported = (
+        canonical_mentions(mentions, aliases)
+        .where((F.col("event_kind") == RUN_EVENT) & F.col("run_id").isNotNull() & m.isNotNull())
+        .select("run_id", *JOB, "dataset_id", "event_time", "event_hash", F.explode(rows).alias("r"))
+    )
+    values = F.struct(*[F.col(f"r.{f}").alias(f) for f in (*dataset_fields, *column_fields, "problem")])
+    folded = reported.groupBy("run_id", "dataset_id", F.col("r.column_name").alias("column_name")).agg(
+        F.max_by(F.struct(*JOB), latest_key()).alias("_job"),
+        F.max_by(values, latest_key()).alias("_values"),
+        F.max("event_time").alias("measured_at"),
+    )
+    return folded.select(
+        "run_id",
+        "_job.job_namespace",
+        "_job.job_name",
+        "dataset_id",
+        "column_name",
+        *[F.col(f"_values.{f}").alias(f) for f in (*dataset_fields, *column_fields)],
+        "measured_at",
+        "_values.problem",
     )
 
 

@@ -290,9 +290,9 @@ def _checked(ds: dict, *assertions: tuple[str, bool, str | None]) -> dict:
 def _merge_scenario() -> tuple[list[dict], list[dict]]:
     """Two builds' events. The second brings a symlink that merges two datasets known since the first (and
     changes the canonical name of one: the Hive name sorts first), the COMPLETE of a run whose START came
-    in the first, a replayed event and a late RUNNING of a finished run. Quality results: a failed check of
-    the dataset the merge takes away, and a check the straddling run passes at its START and fails at its
-    COMPLETE."""
+    in the first, a replayed event and a late RUNNING of a finished run. Quality results: a failed check and
+    the metrics of the dataset the merge takes away, and a check and a test (the test run facet) the
+    straddling run passes at its START and fails at its COMPLETE."""
     ingest = run_event(
         "COMPLETE",
         at(10),
@@ -329,14 +329,14 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         run_id(3),
         ("lab", "final"),
         inputs=[_checked(dataset(*REPORT), ("row_count", True, None))],
+        run_facets={"test": {"tests": [{"name": "report_fresh", "status": "pass"}]}},
     )
-    check = run_event(
-        "COMPLETE",
-        at(12),
-        run_id(12),
-        ("lab", "check"),
-        inputs=[_checked(dataset(*ORDERS), ("not_null", False, "price"), ("unique", True, "price"))],
-    )
+    checked = _checked(dataset(*ORDERS), ("not_null", False, "price"), ("unique", True, "price"))
+    checked["inputFacets"]["dataQualityMetrics"] = {
+        "rowCount": 4,
+        "columnMetrics": {"price": {"nullCount": 1}},
+    }
+    check = run_event("COMPLETE", at(12), run_id(12), ("lab", "check"), inputs=[checked])
     archive = run_event("COMPLETE", at(35), run_id(7), ("lab", "archive"), outputs=[dataset(*OLD_NAME)])
     # A parent run with events of its own and a child naming it; the child's COMPLETE in the second part
     # carries no parent facet, so only the child's earlier event says whose child it is.
@@ -360,6 +360,7 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
         run_id(3),
         ("lab", "final"),
         inputs=[_checked(dataset(*REPORT), ("row_count", False, None))],
+        run_facets={"test": {"tests": [{"name": "report_fresh", "status": "fail"}]}},
         outputs=[
             dataset(
                 *FINAL,
@@ -422,7 +423,7 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     }
     assert ORDERS not in ids and ids[HIVE_ORDERS] == ids_before[HIVE_ORDERS]  # one dataset, the Hive name
     gone = ids_before[ORDERS]
-    for name in ("run_io", "quality_results", "job_edges", "dataset_summary"):
+    for name in ("run_io", "quality_results", "quality_metrics", "job_edges", "dataset_summary"):
         rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
         assert all(r["dataset_id"] != gone for r in rows), name
     quality = catalog.load_table("lineage.quality_results").scan().to_arrow().to_pylist()
@@ -432,6 +433,14 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
         (run_id(12), ids[HIVE_ORDERS], "price", "not_null", False),  # moved to the merged dataset
         (run_id(12), ids[HIVE_ORDERS], "price", "unique", True),
         (run_id(3), ids[REPORT], None, "row_count", False),  # the COMPLETE's report wins over the START's
+        (run_id(3), ids[REPORT], None, "report_fresh", False),  # the test run facet, on the run's input
+    }
+    metrics = catalog.load_table("lineage.quality_metrics").scan().to_arrow().to_pylist()
+    assert {
+        (r["run_id"], r["dataset_id"], r["column_name"], r["row_count"], r["null_count"]) for r in metrics
+    } == {
+        (run_id(12), ids[HIVE_ORDERS], None, 4, None),  # moved to the merged dataset
+        (run_id(12), ids[HIVE_ORDERS], "price", None, 1),
     }
     io = catalog.load_table("lineage.run_io").scan().to_arrow().to_pylist()
     # The version ingest wrote and report read, both now on the merged dataset.

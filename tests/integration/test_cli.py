@@ -142,6 +142,17 @@ def test_runs_filters_and_run_details(lab_pipeline: Pipeline) -> None:
     assert "error" in text and failed[0]["run_id"] in text
 
 
+def test_health_says_the_hourly_table_that_stopped_is_late(lab_pipeline: Pipeline) -> None:
+    # The lab's fx-rates-loader wrote fx_rates on four hourly nominal times, then stopped (days ago).
+    health = cli_json(lab_pipeline.env, "health", "s3://warehouse/default.db/fx_rates")
+    assert health["state"] == "late"
+    assert [p["kind"] for p in health["problems"]] == ["late"]
+    fresh = health["freshness"]
+    assert (fresh["expected_interval_seconds"], fresh["successful_writes"]) == (3600, 4)
+    text = run_cli(lab_pipeline.env, "health", "fx_rates").stdout
+    assert ": late" in text.splitlines()[0] and "late since" in text
+
+
 def test_our_own_jobs_are_in_the_lineage(lab_pipeline: Pipeline) -> None:
     env = lab_pipeline.env
     runs = cli_json(env, "runs", "--job", "lineage-lakehouse/build_lineage")

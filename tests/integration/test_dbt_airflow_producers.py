@@ -1,6 +1,7 @@
-"""End to end with real dbt and Airflow producers: `dbt-ol run` (dbt-core + DuckDB + openlineage-dbt) and
-`airflow dags test` (Airflow + its OpenLineage provider, three dependent SQL tasks on SQLite), both through
-the OpenLineage Kafka transport into our topic -> ingestion -> build -> ``lake.lineage.*``.
+"""End to end with real dbt and Airflow producers: `dbt-ol run` and `dbt-ol test` (dbt-core + DuckDB +
+openlineage-dbt; a passing unique test and a failing singular test) and `airflow dags test` (Airflow + its
+OpenLineage provider, three dependent SQL tasks on SQLite), both through the OpenLineage Kafka transport into
+our topic -> ingestion -> build -> ``lake.lineage.*``.
 
 One scenario per module, run once (tests/producers/orchestrators.py). Needs `make producers-setup`
 (.venv-dbt, .venv-airflow). Set ``PRODUCERS_GOLDEN_DIR`` to also write the captured events there, one file
@@ -20,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
 from lineage.batch.build import build_lineage
+from lineage.cli.main import Context, cli
 from lineage.ingest.stream import run_ingest
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic
+from lineage.query.store import LineageStore
 from lineage.settings import Settings
 from tests.fixtures.lake import lake_settings
 from tests.producers import orchestrators as prod
@@ -107,7 +111,12 @@ def producers_lake(
         _timed(scenario, producer, run, work / producer, bootstrap, settings.kafka.topic)
     # Each producer's events have one key (its root job), so they are in one partition, in arrival order.
     captured = prod.read_topic(bootstrap, settings.kafka.topic, PARTITIONS)
-    for producer, namespace in (("dbt", prod.DBT_NAMESPACE), ("airflow", prod.AIRFLOW_NAMESPACE)):
+    namespaces = (
+        ("dbt", prod.DBT_NAMESPACE),
+        ("dbt-test", prod.DBT_TEST_NAMESPACE),
+        ("airflow", prod.AIRFLOW_NAMESPACE),
+    )
+    for producer, namespace in namespaces:
         scenario.events[producer] = [c for c in captured if c[2]["job"]["namespace"] == namespace]
     assert sum(len(e) for e in scenario.events.values()) == len(captured), "an event of another namespace"
 
@@ -119,7 +128,8 @@ def producers_lake(
     _timed(scenario, "build", lambda: build_lineage(spark, settings, now=last_event + timedelta(minutes=5)))
     catalog = settings.catalog
     lake = open_catalog(catalog)
-    for name in ("jobs", "runs", "datasets", "run_io", "dataset_edges", "column_edges", "job_dependencies"):
+    names = ("jobs", "runs", "datasets", "run_io", "dataset_edges", "column_edges", "job_dependencies")
+    for name in (*names, "quality_results"):
         scenario.tables[name] = (
             lake.load_table(f"{catalog.lineage_namespace}.{name}").scan().to_arrow().to_pylist()
         )
@@ -138,6 +148,7 @@ def test_every_event_lands_once(producers_lake: Scenario) -> None:
     # Without messageKey the transport keys every event by its root job: one root run, one partition.
     assert {r["kafka_key"] for r in raw} == {
         f"run:{prod.DBT_NAMESPACE}/{DBT_JOBS['wrapper']}",
+        f"run:{prod.DBT_TEST_NAMESPACE}/{prod.DBT_TEST_JOB}",
         f"run:{prod.AIRFLOW_NAMESPACE}/{prod.DAG_ID}",
     }
 
@@ -208,6 +219,63 @@ def test_dbt_column_edges_follow_the_renamed_and_aggregated_columns(producers_la
     for edge in into_mart.values():
         assert not edge["is_direct"]
         assert {t["type"] for t in edge["transformations"]} <= {None}
+
+
+def test_dbt_tests_are_quality_results_and_the_failing_one_fails_its_model(
+    producers_lake: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staging, mart = (
+        producers_lake.dataset_id(DUCKDB, f"shop.main.{t}") for t in ("stg_orders", "customer_revenue")
+    )
+    singular = "assert_every_client_spent_ten"
+    results = {
+        (
+            r["job_name"],
+            r["dataset_id"],
+            r["column_name"],
+            r["assertion"],
+            r["success"],
+            r["facet"],
+            r["status"],
+        )
+        for r in producers_lake.tables["quality_results"]
+        if r["job_namespace"] == prod.DBT_TEST_NAMESPACE
+    }
+    # Seen from openlineage-dbt 1.54.0: one test job per tested model with the data-quality assertions facet
+    # on the model (generic and singular tests), and a job per singular test with the test run facet, whose
+    # input is the model it reads.
+    assert results == {
+        (
+            "shop.main.shop.stg_orders.test",
+            staging,
+            "order_id",
+            "unique",
+            True,
+            "dataQualityAssertions",
+            None,
+        ),
+        ("shop.main.shop.customer_revenue.test", mart, None, singular, False, "dataQualityAssertions", None),
+        (f"test.shop.{singular}", mart, None, f"test.shop.{singular}", False, "test", "fail"),
+    }
+    assert all(r["problem"] is None for r in producers_lake.tables["quality_results"])
+
+    store = LineageStore(producers_lake.settings)
+    monkeypatch.setattr(Context, "store", property(lambda _self: store))
+    target = f"{DUCKDB}/shop.main.customer_revenue"
+    failing = CliRunner().invoke(cli, ["health", target])
+    assert failing.exit_code == 0, failing.output
+    assert ": failing" in failing.output.splitlines()[0]
+    assert f"test.shop.{singular}(*) failed" in failing.output
+    as_json = CliRunner().invoke(cli, ["health", target, "--json"])
+    health = json.loads(as_json.output)
+    assert health["state"] == "failing"
+    assert {p["assertion"] for p in health["problems"] if p["kind"] == "assertion"} == {
+        singular,
+        f"test.shop.{singular}",
+    }
+    passing = CliRunner().invoke(cli, ["health", f"{DUCKDB}/shop.main.stg_orders", "--json"])
+    assert passing.exit_code == 0, passing.output
+    assert json.loads(passing.output)["state"] != "failing"
 
 
 def test_airflow_dag_run_is_the_parent_of_its_task_runs(producers_lake: Scenario) -> None:
