@@ -105,7 +105,7 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
             f: _FROM_JSON
             for f in (
                 *("namespace", "name", "raw_namespace", "raw_name", "schema_fields"),
-                *("tags", "assertions", "dataset_version"),
+                *("tags", "assertions", "tests", "metrics", "dataset_version"),
             )
         },
     ),
@@ -142,8 +142,23 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
     "quality_results": _columns(
         "events",
         identity=("run_id", *_JOB),
-        derived={f: _FROM_JSON for f in ("dataset_id", "column_name", "assertion", "success", "problem")},
+        derived={
+            f: _FROM_JSON
+            for f in ("dataset_id", "column_name", "assertion", "success", "facet", "status", "problem")
+        },
         aggregated={"checked_at": "event_time"},
+    ),
+    "quality_metrics": _columns(
+        "events",
+        identity=("run_id", *_JOB),
+        derived={
+            f: _FROM_JSON
+            for f in (
+                *("dataset_id", "column_name", "row_count", "bytes", "file_count", "null_count"),
+                *("distinct_count", "sum", "count", "min", "max", "quantiles", "problem"),
+            )
+        },
+        aggregated={"measured_at": "event_time"},
     ),
     "job_edges": _columns(
         "events", identity=_JOB, derived={"dataset_id": _FROM_JSON}, aggregated={"run_count": "run_id"}
