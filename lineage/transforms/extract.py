@@ -22,6 +22,7 @@ from lineage.transforms.envelope import EVENT_COLUMNS
 from lineage.transforms.model_common import (
     ASSERTIONS_TYPE,
     DATASET_EVENT,
+    FIELD_TAGS_TYPE,
     IDENTIFIERS_TYPE,
     JOB_EVENT,
     OWNERS_TYPE,
@@ -77,7 +78,13 @@ MENTION_TYPE = (
     + ",column_facet:string,column_entries:array<"
     + ENTRY_TYPE
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
-    "previous_name:string,tags:" + TAGS_TYPE + ",assertions:" + ASSERTIONS_TYPE + ",dataset_version:string>"
+    "previous_name:string,tags:"
+    + TAGS_TYPE
+    + ",field_tags:"
+    + FIELD_TAGS_TYPE
+    + ",assertions:"
+    + ASSERTIONS_TYPE
+    + ",dataset_version:string>"
 )
 
 SOURCE_CODE_FIELDS = (
@@ -138,6 +145,21 @@ def _assertions(node: Column) -> Column:
     )
 
 
+def _tags(node: Column) -> tuple[Column, Column]:
+    """The dataset tags facet split in two: the entries about the dataset (no ``field``) and those about one
+    of its fields. Entries are kept as given (any key, value or field text, an empty key too); null without
+    the facet. An entry that is not an object reads as all nulls and is kept as such."""
+    entries = get(node, "$.facets.tags.tags", FIELD_TAGS_TYPE)
+
+    def own(e: Column) -> Column:
+        return F.struct(e["key"].alias("key"), e["value"].alias("value"), e["source"].alias("source"))
+
+    return (
+        F.transform(F.filter(entries, lambda e: e["field"].isNull()), own),
+        F.filter(entries, lambda e: e["field"].isNotNull()),
+    )
+
+
 def _mention(node: Column, role: str, statistics: str | None) -> Column:
     def stat(key: str) -> Column:
         return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
@@ -145,6 +167,7 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
     column_lineage = get(node, "$.facets.columnLineage", "variant")
     # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
     lineage = get(node, "$.facets.lineage", "variant")
+    tags, field_tags = _tags(node)
     return F.struct(
         F.lit(role).alias("role"),
         get(node, "$.namespace").alias("namespace"),
@@ -160,7 +183,8 @@ def _mention(node: Column, role: str, statistics: str | None) -> Column:
         F.upper(F.trim(get(node, "$.facets.lifecycleStateChange.lifecycleStateChange"))).alias("lifecycle"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.namespace").alias("previous_namespace"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
-        get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
+        tags.alias("tags"),
+        field_tags.alias("field_tags"),
         _assertions(node).alias("assertions"),
         # The dataset version facet (DatasetVersionDatasetFacet): the producer's own id of the version read
         # or written, e.g. an Iceberg snapshot id from the Spark integration, on inputs and outputs alike.
@@ -200,6 +224,7 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("bigint").alias(c) for c in ("row_count", "size_bytes", "file_count")],
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
+        none.cast(FIELD_TAGS_TYPE).alias("field_tags"),
         none.cast(ASSERTIONS_TYPE).alias("assertions"),
         none.cast("string").alias("dataset_version"),
     )
