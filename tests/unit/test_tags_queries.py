@@ -17,6 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from lineage.cli.main import Context, cli
+from lineage.graph.render import render
+from lineage.query.answers import graph_dict
 from lineage.query.errors import LookupError_
 from lineage.query.model import COLUMN_EDGE_KEY
 from lineage.query.nodes import DOWNSTREAM
@@ -174,3 +176,14 @@ def test_a_scoped_key_sees_no_tag_that_came_through_a_hidden_name() -> None:
         ("report", "contact", "clean"),
         ("report", "total", "report"),
     ]
+
+
+def test_the_graph_gives_each_dataset_its_columns_tags() -> None:
+    s = tagged_store()
+    walk = s.traverse(s.resolve("s3://lake/clean"), DOWNSTREAM, None, columns=True)
+    nodes = {n["id"]: n for n in graph_dict(s, walk)["nodes"]}
+    assert nodes["dataset:s3://lake/report"]["column_tags"] == {"contact": ["pii"], "total": ["finance"]}
+    assert nodes["dataset:s3://lake/clean"]["column_tags"] == {"email": ["pii"]}
+    assert "column_tags" not in nodes["job:etl/agg"]
+    page = render(graph_dict(s, walk), "html")
+    assert '"column_tags"' in page and "owner.column_tags[name]" in page
