@@ -147,9 +147,20 @@ def _assertions(node: Column) -> Column:
 
 def _tags(node: Column) -> tuple[Column, Column]:
     """The dataset tags facet split in two: the entries about the dataset (no ``field``) and those about one
-    of its fields. Entries are kept as given (any key, value or field text, an empty key too); null without
-    the facet. An entry that is not an object reads as all nulls and is kept as such."""
-    entries = get(node, "$.facets.tags.tags", FIELD_TAGS_TYPE)
+    of its fields; null without the facet. Entries are kept as given (any key, value or field text, an empty
+    key too), each read on its own: an entry that is not an object is kept as a dataset tag whose key is its
+    JSON text, and a number where text is expected reads as its text, so one odd entry loses nothing else."""
+
+    def read(e: Column) -> Column:
+        is_object = F.schema_of_variant(e).startswith("OBJECT")
+        return F.struct(
+            get(e, "$.field").alias("field"),
+            F.when(is_object, get(e, "$.key")).otherwise(F.to_json(e)).alias("key"),
+            get(e, "$.value").alias("value"),
+            get(e, "$.source").alias("source"),
+        )
+
+    entries = F.transform(get(node, "$.facets.tags.tags", "array<variant>"), read)
 
     def own(e: Column) -> Column:
         return F.struct(e["key"].alias("key"), e["value"].alias("value"), e["source"].alias("source"))

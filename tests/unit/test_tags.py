@@ -141,16 +141,20 @@ def test_the_tags_facet_keeps_its_field_entries_apart_from_the_dataset_ones(spar
             {"key": "environment", "value": "production", "source": "CONFIG"},
             {"key": "classification", "value": "PII", "source": "CONFIG", "field": "email"},
             {"key": "pii", "field": "phone number ☎"},
+            "not an entry",
+            {"key": 5, "value": True, "field": "id"},
         ]
     }
     frame = events_df(spark, [run_event("COMPLETE", at(1), run_id(1), ("etl", "load"), outputs=[ds])])
     mentions = model.dataset_mentions(frame)
     row = mentions.where("role = 'output'").select("tags", "field_tags").first()
     assert row is not None
-    assert [(t.key, t.value) for t in row.tags] == [("environment", "production")]
+    # Odd entries are kept too: one that is not an object as its JSON text, a number as its text.
+    assert [(t.key, t.value) for t in row.tags] == [("environment", "production"), ('"not an entry"', None)]
     assert [(t.field, t.key, t.value) for t in row.field_tags] == [
         ("email", "classification", "PII"),
         ("phone number ☎", "pii", None),
+        ("id", "5", "true"),
     ]
 
 
