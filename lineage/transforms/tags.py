@@ -70,7 +70,14 @@ def tag_seeds(
         given (any tag text, an empty one too).
     """
     facet = datasets.select("dataset_id", F.explode("field_tags").alias("t")).select(
-        *_seed(F.col("dataset_id"), F.col("t.field"), F.col("t.key"), F.col("t.value"), FACET, F.lit(None))
+        *_seed(
+            F.col("dataset_id"),
+            F.col("t.field"),
+            F.col("t.key"),
+            F.col("t.value"),
+            FACET,
+            F.lit(None).cast("string"),
+        )
     )
     seeds = facet
     if rules:

@@ -123,6 +123,13 @@ def test_two_origins_of_one_tag_are_two_rows_each_with_its_path(spark: SparkSess
     }
 
 
+def test_seeds_are_typed_without_rules_so_the_table_can_be_written(spark: SparkSession) -> None:
+    # Iceberg v2 has no type for a column of nulls only: ``rule`` is a string even when no rule exists.
+    seeds = tag_seeds(spark.createDataFrame([], DATASET_SCHEMA), spark.createDataFrame([], EDGE_SCHEMA), {})
+    assert {f.name: f.dataType.simpleString() for f in seeds.schema.fields}["rule"] == "string"
+    assert "void" not in seeds.schema.simpleString()
+
+
 def test_a_rule_that_matches_nothing_seeds_nothing(spark: SparkSession) -> None:
     assert _tags(spark, [], {"nothing": ("^ssn$", "pii", None)}) == set()
 
