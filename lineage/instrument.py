@@ -105,7 +105,7 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
             f: _FROM_JSON
             for f in (
                 *("namespace", "name", "raw_namespace", "raw_name", "schema_fields"),
-                *("tags", "assertions", "tests", "metrics", "dataset_version"),
+                *("tags", "field_tags", "assertions", "tests", "metrics", "dataset_version"),
             )
         },
     ),
@@ -131,7 +131,7 @@ BUILD_COLUMNS: dict[str, ColumnMap] = {
     ),
     "datasets": _columns(
         "events",
-        derived={f: _FROM_JSON for f in ("namespace", "name", "schema_fields", "tags")},
+        derived={f: _FROM_JSON for f in ("namespace", "name", "schema_fields", "tags", "field_tags")},
         aggregated={"first_seen": "event_time", "last_seen": "event_time"},
     ),
     "run_io": _columns(

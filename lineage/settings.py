@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -301,6 +302,54 @@ class HealthSettings(_Section):
     min_writes: int = Field(default=3, ge=2)
 
 
+class TagRule(_Section):
+    """One rule of ``[tags.rules]``: a field whose name matches ``pattern`` carries ``tag``."""
+
+    # Searched in the field name (Spark ``rlike``: Java syntax; anchor with ^...$ for a whole name). Write
+    # it in the syntax common to Java and Python, which is what is checked here.
+    pattern: str
+    tag: str
+    value: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression ({exc}): {value!r}") from exc
+        return value
+
+    @field_validator("tag")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a tag rule needs a non-empty tag name")
+        return value
+
+
+class TagSettings(_Section):
+    """[tags]: seed tags from rules on field names and how tags propagate along column lineage (the build's
+    ``lineage.column_tags``)."""
+
+    # Rule name -> rule, e.g. [tags.rules.contact] pattern = "(?i)^(e_?mail|phone|ssn)$", tag = "pii".
+    rules: dict[str, TagRule] = Field(default_factory=dict)
+    # A DIRECT edge whose only DIRECT transformations have one of these subtypes does not carry a tag (a
+    # masking transformation never does).
+    stop_subtypes: list[str] = Field(default_factory=lambda: ["AGGREGATION"])
+
+    @field_validator("stop_subtypes")
+    @classmethod
+    def _upper(cls, value: list[str]) -> list[str]:
+        # Subtypes are spec enums in upper case, as the extraction stores them.
+        return sorted({v.strip().upper() for v in value if v.strip()})
+
+    def fingerprint(self) -> str:
+        """The settings the column tags are computed from, as one canonical string."""
+        rules = ";".join(f"{n}={r.pattern!r}:{r.tag!r}:{r.value!r}" for n, r in sorted(self.rules.items()))
+        return f"rules={rules}|stop={','.join(self.stop_subtypes)}"
+
+
 class MaintainSettings(_Section):
     """[maintain]: jobs/maintain_lake.py, Iceberg maintenance and raw-event retention (docs/operations.md)."""
 
@@ -482,6 +531,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     build: BuildSettings = Field(default_factory=BuildSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    tags: TagSettings = Field(default_factory=TagSettings)
     maintain: MaintainSettings = Field(default_factory=MaintainSettings)
     local_kafka: LocalKafkaSettings = Field(default_factory=LocalKafkaSettings)
     local_cluster: LocalClusterSettings = Field(default_factory=LocalClusterSettings)

@@ -50,7 +50,7 @@ from lineage.io import lake
 from lineage.io.lease import writer_lease
 from lineage.settings import Settings
 from lineage.stopping import StopRequest, stopped_during
-from lineage.transforms import columns, model
+from lineage.transforms import columns, model, tags
 from lineage.transforms.extract import COORDINATES, FACT_COLUMNS, event_facts, extract_events
 from lineage.transforms.model_common import JOB_EVENT, RUN_EVENT, RUNNING
 
@@ -86,6 +86,7 @@ MODEL_TABLES = (
     "column_edges",
     "column_paths",
     "column_summary",
+    "column_tags",
 )
 # What column_edges is folded from (lineage.transforms.columns), in the incremental build's step order.
 COLUMN_STATE_TABLES = ("column_facet_edges", "column_facet_runs", "column_facets")
@@ -107,6 +108,7 @@ ROW_KEYS = {
     "dataset_summary": ["dataset_id"],
     "column_edges": [*columns.EDGE_KEY, "scope"],
     "column_paths": columns.PATH_KEY,
+    "column_tags": tags.TAG_KEY,
 }
 
 # The mention columns the datasets and dataset_schemas transforms read.
@@ -120,6 +122,7 @@ SCHEMA_COLUMNS = (
     "job_name",
     "schema_fields",
     "tags",
+    "field_tags",
 )
 
 RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
@@ -142,15 +145,20 @@ FORMAT_PROPERTY = "lineage.build-format"
 # The liveness settings the runs' thresholds were computed with (:func:`liveness_settings`): an incremental
 # build revisits every running run when they changed.
 LIVENESS_PROPERTY = "lineage.liveness-settings"
+# The [tags] settings the column tags were computed with: an incremental build recomputes them all when
+# they changed.
+TAGS_PROPERTY = "lineage.tag-settings"
 # Columns of model tables this version writes that an earlier version's did not (or the other way round):
 # a lake whose table differs gets a full recompute from its extracted form on its first build. runs: the
 # liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock). run_io: the
 # version and schema each run read or wrote (dataset versions tied to runs). quality_results: which facet
-# reported a result and a test's status (the test run facet).
+# reported a result and a test's status (the test run facet). datasets: the field entries of the tags
+# facet (the seeds of the column tags).
 MODEL_COLUMNS = {
     "runs": ("lost_after",),
     "run_io": ("dataset_version", "schema_hash"),
     "quality_results": ("facet", "status"),
+    "datasets": ("field_tags",),
 }
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
 
@@ -285,6 +293,7 @@ class _Build:
                 MODE_PROPERTY: mode,
                 FORMAT_PROPERTY: build_format(),
                 LIVENESS_PROPERTY: liveness_settings(self.settings),
+                TAGS_PROPERTY: self.settings.tags.fingerprint(),
             }
             if current is not None:
                 summary[BUILT_SNAPSHOT_PROPERTY] = str(current)
@@ -729,6 +738,7 @@ class _Build:
             # No new column-lineage facet and nothing relabelled: the column tables stay as they are.
             for name in (*COLUMN_STATE_TABLES, "column_edges", "column_paths", "column_summary"):
                 self.step_done(name)
+            self._maintain_column_tags(summary_scope, relabelled, None)
             return
         self._fold_column_facets(new_mentions, aliases, relabel_targets, previous)
         self._put("column_edges", self._column_edges(targets), targets)
@@ -740,6 +750,110 @@ class _Build:
             paths = self._column_paths(self.table("column_edges"), path_targets)
             self._put("column_paths", paths, path_targets)
         self._column_summary()
+        self._maintain_column_tags(summary_scope, relabelled, target_ids)
+
+    def _maintain_column_tags(
+        self, touched: DataFrame, relabelled: DataFrame, targets: DataFrame | None
+    ) -> None:
+        """``column_tags`` replaced for the origins whose rows may have changed, each propagated anew over
+        every carrying edge (a column's rows of one origin depend on that origin's seeds and the edges
+        only, so the rows of every other origin stay exact).
+
+        Those origins: the datasets whose seeds changed (of ``touched``, the datasets with new mentions, and
+        of the ends of the edges into ``targets``, the datasets whose column edges this build rewrote), the
+        ``relabelled`` ones (an id merged away loses its rows) and every origin with a stored row at an end
+        of those edges (an old edge may have carried it, a new one may carry it further; an edge is only
+        ever removed by a relabel, whose datasets are in the scope too). With other ``[tags]`` settings
+        than the last build's every row is recomputed.
+        """
+        if self._tag_settings_changed():
+            log.info("column tags: the [tags] settings changed since the last build: all recomputed")
+            self._put("column_tags", self._propagate_tags(self._tag_seeds(None)))
+            self._report_tag_rules()
+            return
+        stored = self.table("column_tags")
+        candidates = touched.unionByName(relabelled)
+        crossing = relabelled.limit(0)
+        if targets is not None:
+            into = self.table("column_edges").join(
+                targets.withColumnRenamed("dataset_id", "target_dataset_id"), "target_dataset_id", "left_semi"
+            )
+            ends = (
+                targets.unionByName(into.select(F.col("source_dataset_id").alias("dataset_id")))
+                .distinct()
+                .localCheckpoint()
+            )
+            candidates = candidates.unionByName(ends)
+            crossing = stored.join(ends, "dataset_id", "left_semi").select(
+                F.col("origin_dataset_id").alias("dataset_id")
+            )
+        candidates = candidates.distinct().localCheckpoint()
+        now = self._tag_seeds(candidates).select(*tags.TAG_KEY)
+        was = (
+            stored.where(F.col("hops") == 0).join(candidates, "dataset_id", "left_semi").select(*tags.TAG_KEY)
+        )
+        changed = now.exceptAll(was).unionByName(was.exceptAll(now)).select("dataset_id")
+        origins = changed.unionByName(relabelled).unionByName(crossing).distinct().localCheckpoint()
+        if origins.isEmpty():
+            log.info("column tags: no seed and no carrying edge changed")
+            self.step_done("column_tags")
+            return
+        log.info("column tags: the tags of %d origin datasets propagated anew", origins.count())
+        rows = self._propagate_tags(self._tag_seeds(origins))
+        self._put("column_tags", rows, origins.withColumnRenamed("dataset_id", "origin_dataset_id"))
+        self._report_tag_rules()
+
+    def _tag_settings_changed(self) -> bool:
+        """Whether the last ``build_state`` commit recorded other ``[tags]`` settings (or none)."""
+        summary = last_state_summary(self.settings)
+        recorded = None if summary is None else summary.get(TAGS_PROPERTY)
+        return recorded != self.settings.tags.fingerprint()
+
+    def _tag_seeds(self, datasets: DataFrame | None) -> DataFrame:
+        """The seeds of every dataset, or of ``datasets`` (ids) only."""
+        rules = {name: (r.pattern, r.tag, r.value) for name, r in self.settings.tags.rules.items()}
+        edges = self.table("column_edges")
+        if datasets is None:
+            return tags.tag_seeds(self.table("datasets"), edges, rules)
+        ids = F.broadcast(datasets)
+        near = edges.join(
+            ids.withColumnRenamed("dataset_id", "source_dataset_id"), "source_dataset_id", "left_semi"
+        ).unionByName(
+            edges.join(
+                ids.withColumnRenamed("dataset_id", "target_dataset_id"), "target_dataset_id", "left_semi"
+            )
+        )
+        seeds = tags.tag_seeds(_within(self.table("datasets"), datasets), near, rules)
+        return seeds.join(ids, "dataset_id", "left_semi")
+
+    def _propagate_tags(self, seeds: DataFrame) -> DataFrame:
+        """Rounds of :func:`tags.next_tags` from ``seeds``, each materialised, stopping once a round finds
+        nothing (or at ``column_path_max_depth`` hops)."""
+        edges = tags.tag_edges(self.table("column_edges"), self.settings.tags.stop_subtypes).localCheckpoint()
+        frontier = seeds.select(*tags.TAG_COLUMNS).localCheckpoint()
+        found = frontier
+        for _ in range(self.settings.build.column_path_max_depth):
+            frontier = tags.next_tags(frontier, found, edges).localCheckpoint()
+            if frontier.isEmpty():
+                break
+            found = found.unionByName(frontier)
+        return found
+
+    def _report_tag_rules(self) -> None:
+        """A warning for every ``[tags.rules]`` rule that matches no field of the lake (never silent)."""
+        rules = self.settings.tags.rules
+        if not rules:
+            return
+        matched = {
+            row["rule"]
+            for row in self.table("column_tags")
+            .where((F.col("origin_kind") == tags.RULE) & (F.col("hops") == 0))
+            .select("rule")
+            .distinct()
+            .collect()
+        }
+        for name in sorted(set(rules) - matched):
+            log.warning("tag rule %s (pattern %r) matches no field in the lake", name, rules[name].pattern)
 
     def _fold_column_facets(
         self, new_mentions: DataFrame, aliases: DataFrame, relabel_targets: DataFrame, previous: int
@@ -878,6 +992,8 @@ class _Build:
         self._put("column_edges", self._column_edges(None))
         self._put("column_paths", self._column_paths(self.table("column_edges"), None))
         self._column_summary()
+        self._put("column_tags", self._propagate_tags(self._tag_seeds(None)))
+        self._report_tag_rules()
 
     def _column_summary(self) -> None:
         # Rewritten whole, like the other summaries: a column's downstream reach changes with any path below.

@@ -50,6 +50,7 @@ from lineage.query.nodes import (
 )
 from lineage.query.params import MAX_INT, parse_tag, parse_time, shown_value
 from lineage.query.store import LineageStore
+from lineage.query.tags import tags_of
 
 # What the object store's clients (pyarrow's S3 client under pyiceberg; boto-style clients) say when a
 # request had no credentials or refused ones.
@@ -232,6 +233,22 @@ def health(ctx: Context, node: str, as_json: bool) -> None:
         output.emit_json(data)
     else:
         output.print_health(data)
+
+
+@cli.command("tags")
+@click.argument("dataset")
+@click.option("--field", "field_name", help="Only this column's tags.")
+@click.option("--tag", help="Only this tag (KEY or KEY=VALUE).")
+@json_option
+@pass_context
+def tags_command(ctx: Context, dataset: str, field_name: str | None, tag: str | None, as_json: bool) -> None:
+    """The tags of DATASET's columns, from the tags facets and the [tags] rules, each with its origin and the
+    path it came along (propagated downstream along DIRECT column lineage; docs/cli.md)."""
+    data = tags_of(ctx.store, dataset, field_name, tag)
+    if as_json:
+        output.emit_json(data)
+    else:
+        output.print_tags(data)
 
 
 @cli.command()

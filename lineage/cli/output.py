@@ -156,6 +156,30 @@ def problem_text(problems: Sequence[dict[str, Any]]) -> str:
     return "; ".join(problem_words(p) for p in problems)
 
 
+def print_tags(data: dict[str, Any]) -> None:
+    dataset = data["dataset"]
+    own = ", ".join(_tag_text(t["key"], t["value"]) for t in data["dataset_tags"])
+    echo(f"tags of the columns of {dataset['label']}" + (f" (the dataset itself: {own})" if own else ""))
+    if not data["tags"]:
+        echo("  no column tags")
+    else:
+        rows = []
+        for t in data["tags"]:
+            origin = t["origin"]
+            source = f"rule {origin['rule']}" if origin["kind"] == "rule" else "tags facet"
+            at = "here" if t["hops"] == 0 else f"{origin['dataset']}.{origin['field']}"
+            path = " -> ".join(f"{s['job']} -> {s['dataset']}.{s['field']}" for s in t["path"])
+            rows.append((t["field"], _tag_text(t["tag"], t["value"]), source, at, t["hops"], path))
+        table(["column", "tag", "from", "origin", "hops", "path"], rows, indent="  ")
+    for rule in data["unmatched_rules"]:
+        echo(f"warning: tag rule {rule['rule']} (pattern {rule['pattern']!r}) matches no field in the lake")
+
+
+def _tag_text(key: str | None, value: str | None) -> str:
+    shown = repr(key) if not key or key != key.strip() else key
+    return shown if value is None else f"{shown}={value}"
+
+
 def print_health(data: dict[str, Any]) -> None:
     node = data["node"]
     echo(f"health of {node['kind']} {node['label']} as of {data['as_of']}: {data['state']}")

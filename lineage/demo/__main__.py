@@ -23,6 +23,7 @@ from lineage.query.health import health_of
 from lineage.query.liveness import as_of
 from lineage.query.nodes import display_name
 from lineage.query.store import LineageStore
+from lineage.query.tags import tags_of
 from lineage.settings import Settings, load_settings
 
 
@@ -143,6 +144,22 @@ def health_report(settings: Settings) -> None:
     print(f"lineage health {late}: {own['state']} ({'; '.join(problem_words(p) for p in own['problems'])})")
 
 
+def tags_report(settings: Settings) -> None:
+    """The column tags of the Spark summary table, with where each came from (``lineage tags``)."""
+    target = f"{WAREHOUSE}/default.db/supplier_stats"
+    data = tags_of(LineageStore(settings), target)
+    print(f"\ncolumn tags along lineage (lineage tags {target}):")
+    for tag in data["tags"]:
+        origin = tag["origin"]
+        via = " -> ".join(step["job"] for step in tag["path"])
+        print(
+            f"  {tag['field']}: {tag['tag']} from {origin['dataset']}.{origin['field']} "
+            f"({tag['hops']} hops: {via})"
+        )
+    if not any(t["field"] == "total_price" for t in data["tags"]):
+        print("  total_price: none (the price is confidential upstream; an AGGREGATION does not carry it)")
+
+
 def column_report(settings: Settings) -> None:
     """End-to-end column lineage of the Spark summary table (lake.lineage.column_paths)."""
     catalog = open_catalog(settings.catalog)
@@ -238,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         lineage_report(settings)
         column_report(settings)
+        tags_report(settings)
         health_report(settings)
     return 0
 

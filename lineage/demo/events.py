@@ -40,6 +40,7 @@ from openlineage.client.facet_v2 import (
     processing_engine_run,
     schema_dataset,
     symlinks_dataset,
+    tags_dataset,
 )
 from openlineage.client.generated.base import JobFacet
 
@@ -135,7 +136,18 @@ def _event(
 
 
 def _orders_topic(namespace: str = KAFKA, *, symlink: str | None = None) -> InputDataset:
-    facets: dict = {"schema": _schema(ORDER_FIELDS)}
+    # Column tags (lineage tags): the supplier is personal data and flows on to the Iceberg orders and the
+    # supplier summary (IDENTITY); the price is confidential and reaches the Iceberg orders (a DIRECT cast)
+    # but not the summary's total_price (an AGGREGATION, a [tags] stop_subtype).
+    tags = tags_dataset.TagsDatasetFacet(
+        tags=[
+            tags_dataset.TagsDatasetFacetFields(key="pii", value="true", source="USER", field="supplier"),
+            tags_dataset.TagsDatasetFacetFields(
+                key="confidential", value="true", source="USER", field="price"
+            ),
+        ]
+    )
+    facets: dict = {"schema": _schema(ORDER_FIELDS), "tags": tags}
     if symlink:
         facets["symlinks"] = symlinks_dataset.SymlinksDatasetFacet(
             identifiers=[symlinks_dataset.Identifier(namespace=namespace, name=symlink, type="TABLE")]

@@ -341,9 +341,11 @@ def run_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
-    """The renderer's input (see lineage.graph.render); a dataset carries its own ``health``."""
+    """The renderer's input (see lineage.graph.render); a dataset carries its own ``health`` and, when any,
+    its columns' tags (``column_tags``: field -> ``KEY`` or ``KEY=VALUE`` texts)."""
     nodes = []
     health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
+    column_tags = store.column_tags_of(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         entry: dict[str, Any] = {
             "id": node.id,
@@ -386,6 +388,14 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
                 "last seen": iso(row.get("last_seen")),
                 "problems": [problem_words(p) for p in own.problems] if own else [],
             }
+            # Each column's tags (lineage.column_tags), shown with the column on the page; only when any.
+            tagged = {
+                f: sorted({t["key"] if t["value"] is None else f"{t['key']}={t['value']}" for t in carried})
+                for (ds_id, f), carried in column_tags.items()
+                if ds_id == node.dataset_id
+            }
+            if tagged:
+                entry["column_tags"] = dict(sorted(tagged.items()))
         entry["details"] = {k: v for k, v in entry["details"].items() if v not in (None, [], "")}
         nodes.append(entry)
     ordered = sorted(walk.edges, key=lambda e: (e[0].label, e[1].label, e[2]))

@@ -163,6 +163,29 @@ class LineageModel(LakeTables):
                 return []
             raise
 
+    def column_tag_rows(self, dataset_ids: Iterable[str]) -> list[dict]:
+        """The ``lineage.column_tags`` rows of some datasets (none for a lake built before the table)."""
+        from lineage.query.tables import expressions
+
+        ids = sorted(set(dataset_ids))
+        if not ids:
+            return []
+        try:
+            return self.rows("column_tags", None, expressions().In("dataset_id", ids))
+        except LookupError_ as exc:
+            if "does not exist" in str(exc) or "not held" in str(exc):
+                return []
+            raise
+
+    def column_tags_of(self, dataset_ids: Iterable[str]) -> dict[tuple[str, str], list[dict]]:
+        """(dataset id, field) -> its column tags as ``{key, value}`` (the shape of a tags facet entry)."""
+        out: dict[tuple[str, str], list[dict]] = {}
+        for row in self.column_tag_rows(dataset_ids):
+            out.setdefault((row["dataset_id"], row["field"]), []).append(
+                {"key": row["tag"], "value": row["value"]}
+            )
+        return out
+
     def dependencies_of(self, namespace: str, name: str) -> dict[str, list[dict]]:
         """The jobs ``upstream`` and ``downstream`` of one job (control flow), each row with its source."""
         out: dict[str, list[dict]] = {UPSTREAM: [], DOWNSTREAM: []}

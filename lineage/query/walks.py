@@ -295,12 +295,32 @@ class Walks(LineageModel):
         return {(ds_id, name) for name in names}
 
     def keep_tagged(self, walk: Traversal, tags: Sequence[Tag]) -> Traversal:
-        """The walk with only the nodes carrying one of ``tags`` (the root always stays) and their edges."""
+        """The walk with only the nodes carrying one of ``tags`` (the root always stays) and their edges; in a
+        column walk, only the columns carrying one (column tags, propagated along column lineage)."""
         if not tags:
             return walk
 
+        # In a column walk a column stays when it carries one of the tags (``lineage.column_tags``), and its
+        # dataset with it.
+        carried = (
+            self.column_tags_of(f.dataset.dataset_id or "" for f in walk.columns) if walk.columns else {}
+        )
+        walk.columns = {
+            f: h
+            for f, h in walk.columns.items()
+            if has_tag(carried.get((f.dataset.dataset_id or "", f.field)), tags)
+        }
+        with_columns = {f.dataset for f in walk.columns}
+        fields = {(f.dataset.dataset_id, f.field) for f in walk.columns}
+        ends = (("source_dataset_id", "source_field"), ("target_dataset_id", "target_field"))
+        walk.column_edges = [
+            e
+            for e in walk.column_edges
+            if all((e[d], e[f]) in fields or e[d] == walk.root.dataset_id for d, f in ends)
+        ]
+
         def keep(node: Node) -> bool:
-            if node == walk.root:
+            if node == walk.root or node in with_columns:
                 return True
             if node.kind == JOB:
                 return has_tag(self.jobs.get((node.namespace, node.name), {}).get("tags"), tags)

@@ -43,9 +43,10 @@ TABLES = (
     "run_io",
     "job_dependencies",
     "quality_results",
+    "column_tags",
 )
 # Tables a lake built by an earlier version may not have: the index answers without them.
-OPTIONAL_TABLES = ("job_dependencies", "quality_results")
+OPTIONAL_TABLES = ("job_dependencies", "quality_results", "column_tags")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from lineage.query.nodes import (
     Node,
 )
 from lineage.query.params import MAX_INT, Tag, parse_tag, parse_time, shown_value
+from lineage.query.tags import tags_of
 from lineage.query.versions import run_versions
 from lineage.serve import errors, marquez
 from lineage.serve.auth import READ as READ_ACCESS
@@ -596,6 +597,13 @@ async def health(request: web.Request) -> web.Response:
     return await _answer(request, lambda store: health_of(store, target))
 
 
+async def column_tags(request: web.Request) -> web.Response:
+    target = _required(request, "dataset")
+    field_name = request.query.get("field") or None
+    tag = request.query.get("tag") or None
+    return await _answer(request, lambda store: tags_of(store, target, field_name, tag))
+
+
 async def runs(request: web.Request) -> web.Response:
     states = request.query.getall("state", [])
     job_name = request.query.get("job") or None
@@ -728,6 +736,7 @@ def setup(app: web.Application, settings: Settings, keys: ApiKeys) -> ReadIndex:
         ("downstream", "/api/v2/downstream", _walk(DOWNSTREAM)),
         ("impact", "/api/v2/impact", impact),
         ("node_health", "/api/v2/health", health),
+        ("column_tags", "/api/v2/tags", column_tags),
         ("runs", "/api/v2/runs", runs),
         ("run_v2", "/api/v2/runs/{id}", run_v2),
         ("versions", "/api/v2/versions", dataset_history),

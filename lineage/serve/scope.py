@@ -57,13 +57,33 @@ def _null_unless(table: Any, keep: Any, columns: tuple[str, ...]) -> Any:
     return table
 
 
+def _visible_tags(tags: Any, ids: Any, scope: Scope) -> Any:
+    """The mask of the column tags a scoped key sees: the column, the origin and every step of the path (its
+    job and the column it reached) visible; a tag that came through a hidden name is not shown at all."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    paths = tags.column("path").combine_chunks()
+    steps = pc.list_flatten(paths)
+    hidden = pc.invert(
+        pc.and_(_among(steps.field("dataset_id"), ids), _allowed(steps.field("job_namespace"), scope))
+    )
+    rows_hidden = pc.unique(pc.filter(pc.list_parent_indices(paths), hidden))
+    clear = pc.invert(
+        pc.is_in(pa.array(range(len(tags)), pa.int64()), value_set=rows_hidden.cast(pa.int64()))
+    )
+    return pc.and_(
+        pc.and_(_among(tags.column("dataset_id"), ids), _among(tags.column("origin_dataset_id"), ids)), clear
+    )
+
+
 def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
     """The index's Arrow tables as a key limited to ``scope`` may see them.
 
     A dataset is visible when its (canonical) namespace is in scope, an alias when its own namespace is
     too, a job by its namespace; an edge, column edge, run input/output or dependency when every end is
-    visible (a quality result: its run and dataset); a run when its job is. A parent or root job out of
-    scope is nulled (with its run id).
+    visible (a quality result: its run and dataset; a column tag: its column, origin and path); a run when its
+    job is. A parent or root job out of scope is nulled (with its run id).
     """
     import pyarrow.compute as pc
 
@@ -110,6 +130,8 @@ def scoped_tables(tables: dict[str, Any], scope: Scope) -> dict[str, Any]:
         quality = tables["quality_results"]
         checked_by = _among(quality.column("run_id"), runs.column("run_id").combine_chunks())
         keep("quality_results", pc.and_(checked_by, _among(quality.column("dataset_id"), ids)))
+    if "column_tags" in tables:
+        keep("column_tags", _visible_tags(tables["column_tags"], ids, scope))
     if "job_dependencies" in tables:
         deps = tables["job_dependencies"]
         keep(

@@ -23,6 +23,7 @@ from lineage.transforms.model_common import (
     ASSERTIONS_TYPE,
     COLUMN_METRICS_TYPE,
     DATASET_EVENT,
+    FIELD_TAGS_TYPE,
     IDENTIFIERS_TYPE,
     JOB_EVENT,
     METRICS_TYPE,
@@ -82,6 +83,8 @@ MENTION_TYPE = (
     + ">,row_count:bigint,size_bytes:bigint,file_count:bigint,lifecycle:string,previous_namespace:string,"
     "previous_name:string,tags:"
     + TAGS_TYPE
+    + ",field_tags:"
+    + FIELD_TAGS_TYPE
     + ",assertions:"
     + ASSERTIONS_TYPE
     + ",tests:"
@@ -277,6 +280,32 @@ def _tests(v: Column) -> Column:
     )
 
 
+def _tags(node: Column) -> tuple[Column, Column]:
+    """The dataset tags facet split in two: the entries about the dataset (no ``field``) and those about one
+    of its fields; null without the facet. Entries are kept as given (any key, value or field text, an empty
+    key too), each read on its own: an entry that is not an object is kept as a dataset tag whose key is its
+    JSON text, and a number where text is expected reads as its text, so one odd entry loses nothing else."""
+
+    def read(e: Column) -> Column:
+        is_object = F.schema_of_variant(e).startswith("OBJECT")
+        return F.struct(
+            get(e, "$.field").alias("field"),
+            F.when(is_object, get(e, "$.key")).otherwise(F.to_json(e)).alias("key"),
+            get(e, "$.value").alias("value"),
+            get(e, "$.source").alias("source"),
+        )
+
+    entries = F.transform(get(node, "$.facets.tags.tags", "array<variant>"), read)
+
+    def own(e: Column) -> Column:
+        return F.struct(e["key"].alias("key"), e["value"].alias("value"), e["source"].alias("source"))
+
+    return (
+        F.transform(F.filter(entries, lambda e: e["field"].isNull()), own),
+        F.filter(entries, lambda e: e["field"].isNotNull()),
+    )
+
+
 def _mention(node: Column, role: str, statistics: str | None, tests: Column | None = None) -> Column:
     def stat(key: str) -> Column:
         return get(node, f"{statistics}.{key}", "bigint") if statistics else F.lit(None).cast("bigint")
@@ -284,6 +313,7 @@ def _mention(node: Column, role: str, statistics: str | None, tests: Column | No
     column_lineage = get(node, "$.facets.columnLineage", "variant")
     # The newer LineageDatasetFacet (spec/facets/LineageDatasetFacet.json), read where present.
     lineage = get(node, "$.facets.lineage", "variant")
+    tags, field_tags = _tags(node)
     return F.struct(
         F.lit(role).alias("role"),
         get(node, "$.namespace").alias("namespace"),
@@ -299,7 +329,8 @@ def _mention(node: Column, role: str, statistics: str | None, tests: Column | No
         F.upper(F.trim(get(node, "$.facets.lifecycleStateChange.lifecycleStateChange"))).alias("lifecycle"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.namespace").alias("previous_namespace"),
         get(node, "$.facets.lifecycleStateChange.previousIdentifier.name").alias("previous_name"),
-        get(node, "$.facets.tags.tags", TAGS_TYPE).alias("tags"),
+        tags.alias("tags"),
+        field_tags.alias("field_tags"),
         _assertions(node).alias("assertions"),
         (F.lit(None).cast(TESTS_TYPE) if tests is None else tests).alias("tests"),
         _metrics(node).alias("metrics"),
@@ -341,6 +372,7 @@ def _named_mention(node: Column, role: str, entries: Column | None = None) -> Co
         *[none.cast("bigint").alias(c) for c in ("row_count", "size_bytes", "file_count")],
         *[none.cast("string").alias(c) for c in ("lifecycle", "previous_namespace", "previous_name")],
         none.cast(TAGS_TYPE).alias("tags"),
+        none.cast(FIELD_TAGS_TYPE).alias("field_tags"),
         none.cast(ASSERTIONS_TYPE).alias("assertions"),
         none.cast(TESTS_TYPE).alias("tests"),
         none.cast(METRICS_TYPE).alias("metrics"),

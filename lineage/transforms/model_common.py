@@ -24,6 +24,9 @@ SCHEMA_FIELDS_TYPE = "array<struct<name:string,type:string,description:string>>"
 IDENTIFIERS_TYPE = "array<struct<namespace:string,name:string,type:string>>"
 OWNERS_TYPE = "array<struct<name:string,type:string>>"
 TAGS_TYPE = "array<struct<key:string,value:string,source:string>>"
+# The entries of a dataset's tags facet that name a field (TagsDatasetFacet: ``field`` "identifies the field
+# in a dataset if a tag applies to one").
+FIELD_TAGS_TYPE = "array<struct<field:string,key:string,value:string,source:string>>"
 # One entry of the data-quality assertions facet (``column`` null: the whole dataset). ``problem`` says why
 # an entry of another shape could not be read (its JSON text is then kept as ``assertion``).
 ASSERTIONS_TYPE = "array<struct<assertion:string,success:boolean,column:string,problem:string>>"

@@ -116,6 +116,7 @@ MENTION_COLUMNS = (
     "previous_namespace",
     "previous_name",
     "tags",
+    "field_tags",
     "assertions",
     "tests",
     "metrics",
@@ -140,7 +141,8 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         row_count, size_bytes, file_count (input or output statistics facet), column_facet and
         column_entries (the column-lineage facets: a digest of their content and their typed entries),
         lifecycle (the lifecycleStateChange facet, upper case), previous_namespace, previous_name (its
-        previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet),
+        previousIdentifier, normalised: the name a RENAME came from), tags (the tags dataset facet's entries
+        about the dataset), field_tags (its entries about one field: field, key, value, source),
         assertions (the data-quality assertions facet: assertion, success, column, problem), tests (the
         run's test run facet, on its inputs: name, status, success, column, problem), metrics (the
         data-quality metrics facet: row_count, bytes, file_count, problem and per-column metrics),
@@ -176,6 +178,7 @@ def dataset_mentions(events: DataFrame) -> DataFrame:
         normalize_namespace(F.col("m.previous_namespace")).alias("previous_namespace"),
         normalize_name(F.col("m.previous_name")).alias("previous_name"),
         F.col("m.tags").alias("tags"),
+        F.col("m.field_tags").alias("field_tags"),
         F.col("m.assertions").alias("assertions"),
         F.col("m.tests").alias("tests"),
         F.col("m.metrics").alias("metrics"),
@@ -518,6 +521,8 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
             F.max("event_time").alias("last_seen"),
             latest(fields, has_schema(fields)).alias("schema_fields"),
             latest(F.col("tags")).alias("tags"),
+            # From the same facet as ``tags`` (both are null exactly when the mention lacks it).
+            latest(F.col("field_tags")).alias("field_tags"),
         )
     )
     alias_counts = aliases.groupBy("dataset_id").agg(
@@ -533,6 +538,7 @@ def datasets(mentions: DataFrame, aliases: DataFrame) -> DataFrame:
         F.when(fields.isNotNull(), schema_hash(fields)).alias("schema_hash"),
         "alias_count",
         "tags",
+        "field_tags",
     )
 
 
@@ -607,6 +613,7 @@ def fold_datasets(new: DataFrame, old: DataFrame) -> DataFrame:
         F.when(has_new_schema, F.col("n.schema_hash")).otherwise(F.col("o.schema_hash")).alias("schema_hash"),
         F.col("o.alias_count").alias("alias_count"),
         F.coalesce(F.col("n.tags"), F.col("o.tags")).alias("tags"),
+        F.coalesce(F.col("n.field_tags"), F.col("o.field_tags")).alias("field_tags"),
     )
 
 

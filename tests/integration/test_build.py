@@ -39,7 +39,7 @@ from lineage.io.lease import LEASE_TABLE, LakeBusy, Lease, writer_lease
 from lineage.io.publish import publish_raw
 from lineage.query.diff import Window, diff
 from lineage.query.store import LineageStore
-from lineage.settings import MaintainSettings, Settings
+from lineage.settings import MaintainSettings, Settings, TagRule, TagSettings
 from lineage.stopping import JobStopped, stop_on_signals
 from tests.unit.column_events import column_lineage, direct, input_field
 from tests.unit.model_events import at, dataset, iso, run_event, run_id
@@ -287,18 +287,37 @@ def _checked(ds: dict, *assertions: tuple[str, bool, str | None]) -> dict:
     return ds
 
 
+def _field_tags(ds: dict, *entries: tuple[str, str]) -> dict:
+    """``ds`` with a tags facet of (field, key) entries."""
+    ds["facets"]["tags"] = {
+        "tags": [{"key": k, "value": "true", "source": "USER", "field": f} for f, k in entries]
+    }
+    return ds
+
+
+# [tags] of the merge scenario: ``total`` columns are finance data; a rule that matches nothing is reported.
+MERGE_TAGS = TagSettings(
+    rules={
+        "totals": TagRule(pattern="^total$", tag="finance"),
+        "nothing": TagRule(pattern="^ssn$", tag="pii"),
+    }
+)
+
+
 def _merge_scenario() -> tuple[list[dict], list[dict]]:
     """Two builds' events. The second brings a symlink that merges two datasets known since the first (and
     changes the canonical name of one: the Hive name sorts first), the COMPLETE of a run whose START came
     in the first, a replayed event and a late RUNNING of a finished run. Quality results: a failed check and
     the metrics of the dataset the merge takes away, and a check and a test (the test run facet) the
-    straddling run passes at its START and fails at its COMPLETE."""
+    straddling run passes at its START and fails at its COMPLETE. Column tags: the topic's price is ``pii``
+    (it flows to the merged orders and stops at the report's AGGREGATION); the catalog run tags the orders'
+    price ``certified`` (a seed that changes in the incremental build)."""
     ingest = run_event(
         "COMPLETE",
         at(10),
         run_id(1),
         ("lab", "ingest"),
-        inputs=[dataset(*TOPIC, fields=[("price", "double")])],
+        inputs=[_field_tags(dataset(*TOPIC, fields=[("price", "double")]), ("price", "pii"))],
         outputs=[
             dataset(
                 *ORDERS,
@@ -352,7 +371,11 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
     )
     first = [ingest, check, report, straddle_start, archive, parent_start, child_start]
     catalog = run_event(
-        "COMPLETE", at(40), run_id(4), ("lab", "catalog"), outputs=[dataset(*ORDERS, symlinks=[HIVE_ORDERS])]
+        "COMPLETE",
+        at(40),
+        run_id(4),
+        ("lab", "catalog"),
+        outputs=[_field_tags(dataset(*ORDERS, symlinks=[HIVE_ORDERS]), ("price", "certified"))],
     )
     straddle_end = run_event(
         "COMPLETE",
@@ -397,8 +420,9 @@ def _merge_scenario() -> tuple[list[dict], list[dict]]:
 
 
 def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
-    spark: SparkSession, own_lake: Settings
+    spark: SparkSession, own_lake: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
+    own_lake = own_lake.model_copy(update={"tags": MERGE_TAGS})
     first, second = _merge_scenario()
     send(own_lake, [json.dumps(e).encode() for e in first])
     run_ingest(spark, own_lake, trigger="availableNow")
@@ -423,7 +447,14 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
     }
     assert ORDERS not in ids and ids[HIVE_ORDERS] == ids_before[HIVE_ORDERS]  # one dataset, the Hive name
     gone = ids_before[ORDERS]
-    for name in ("run_io", "quality_results", "quality_metrics", "job_edges", "dataset_summary"):
+    for name in (
+        "run_io",
+        "quality_results",
+        "quality_metrics",
+        "job_edges",
+        "dataset_summary",
+        "column_tags",
+    ):
         rows = catalog.load_table(("lineage", name)).scan().to_arrow().to_pylist()
         assert all(r["dataset_id"] != gone for r in rows), name
     quality = catalog.load_table("lineage.quality_results").scan().to_arrow().to_pylist()
@@ -449,6 +480,26 @@ def test_late_symlink_merge_and_straddling_run_equal_a_full_refresh(
         (run_id(2), "input"),
     }
     assert {r["dataset_id"] for r in io if r["dataset_version"] == "5001"} == {ids[HIVE_ORDERS]}
+    tagged = catalog.load_table("lineage.column_tags").scan().to_arrow().to_pylist()
+    assert {
+        (r["dataset_id"], r["field"], r["tag"], r["rule"], r["origin_dataset_id"], r["hops"]) for r in tagged
+    } == {
+        (ids[TOPIC], "price", "pii", None, ids[TOPIC], 0),
+        (
+            ids[HIVE_ORDERS],
+            "price",
+            "pii",
+            None,
+            ids[TOPIC],
+            1,
+        ),  # on the merged dataset; not past AGGREGATION
+        (ids[HIVE_ORDERS], "price", "certified", None, ids[HIVE_ORDERS], 0),
+        (ids[REPORT], "total", "finance", "totals", ids[REPORT], 0),
+        (ids[FINAL], "x", "finance", "totals", ids[REPORT], 1),  # along the second build's new edge
+    }
+    [via] = [r["path"] for r in tagged if r["dataset_id"] == ids[FINAL]]
+    assert via == [{"job_namespace": "lab", "job_name": "final", "dataset_id": ids[FINAL], "field": "x"}]
+    assert "tag rule nothing" in caplog.text and "tag rule totals" not in caplog.text
     paths = catalog.load_table("lineage.column_paths").scan().to_arrow().to_pylist()
     final_x = {
         (p["source_dataset_id"], p["source_field"]): (p["hops"], list(p["jobs"]))

@@ -261,6 +261,26 @@ def test_our_endpoints_answer_what_the_cli_answers(service: ReadService, lab_pip
     assert causes and causes == [
         (c["id"], c["state"], c["path"]) for c in json.loads(cli_health.stdout)["causes"]
     ]
+    # Column tags: the topic's supplier (pii) reaches the summary table along IDENTITY edges; its price
+    # (confidential) reaches the Iceberg orders through a DIRECT cast but not total_price (an AGGREGATION).
+    tags = service.get("/api/v2/tags", dataset=node)
+    assert tags.status_code == 200, tags.text
+    cli_tags = subprocess.run(
+        [LINEAGE, "tags", node, "--json"],
+        env=lab_pipeline.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert tags.json()["tags"] == json.loads(cli_tags.stdout)["tags"]
+    carried = {
+        (t["field"], t["tag"], t["origin"]["dataset"], t["origin"]["field"], t["hops"])
+        for t in tags.json()["tags"]
+    }
+    assert carried == {("supplier", "pii", f"{KAFKA}/orders", "supplier", 2)}
+    orders = service.get("/api/v2/tags", dataset=f"{KAFKA}/orders", tag="confidential").json()
+    assert [(t["field"], t["hops"]) for t in orders["tags"]] == [("price", 0)]
     page = service.get("/api/v2/graph", node=f"{KAFKA}/orders")
     assert page.status_code == 200
     assert page.headers["Content-Type"].startswith("text/html")
