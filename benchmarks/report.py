@@ -480,15 +480,16 @@ def _history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
         return []
     lines = [
         f"Over time and health, tier {tier}: `lineage health|versions|diff ... --json`, a new process each "
-        f"time. Seconds over {rows[0]['runs']} timed runs after one untimed run; entries: the causes, the "
-        "versions, or every change the diff lists.",
+        "time. Seconds over the timed runs given, after one untimed run; entries: the causes, the versions, "
+        "or every change the diff lists.",
         "",
-        "| question | node | entries | p50 s | p95 s | min - max s | peak MiB |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| question | node | entries | runs | p50 s | p95 s | min - max s | peak MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         lines.append(
-            f"| {row['query']} | {row['node']} ({row['why']}) | {row['entries']:,} | {row['p50_s']:.2f} | "
+            f"| {row['query']} | {row['node']} ({row['why']}) | {row['entries']:,} | {row['runs']} | "
+            f"{row['p50_s']:.2f} | "
             f"{row['p95_s']:.2f} | {row['min_s']:.2f} - {row['max_s']:.2f} | {row['peak_mib']:,.0f} |"
         )
     return [*lines, ""]
@@ -566,16 +567,16 @@ def _api_history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
         return []
     lines = [
         f"Over time and health, tier {tier}, the same server: `/api/v2/health`, `/api/v2/versions` and "
-        f"`/api/v2/diff` answering the CLI's JSON, milliseconds per request over {rows[0]['runs']} requests "
-        "after one untimed one (warm).",
+        "`/api/v2/diff` answering the CLI's JSON, milliseconds per request over the requests given, after "
+        "one untimed one (warm).",
         "",
-        "| question | node | entries | bytes | p50 ms | p95 ms | max ms |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| question | node | entries | bytes | requests | p50 ms | p95 ms | max ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         lines.append(
-            f"| {row['query']} | {row['node']} | {row['items']:,} | {row['bytes']:,} | {row['p50_ms']:.2f} | "
-            f"{row['p95_ms']:.2f} | {row['max_ms']:.2f} |"
+            f"| {row['query']} | {row['node']} | {row['items']:,} | {row['bytes']:,} | {row['runs']} | "
+            f"{row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['max_ms']:.2f} |"
         )
     return [*lines, ""]
 
