@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchmarks.measure import ProcessResult
 from benchmarks.workload import BASE_TIME, Dataset, Estate
@@ -135,23 +135,40 @@ def diff_windows(estate: Estate) -> dict[str, str]:
     }
 
 
-def history_questions(estate: Estate) -> list[tuple[str, str, list[str], tuple[str, dict[str, str]]]]:
-    """(label, node key, CLI arguments, (read API path, its query)) of the over-time and health questions
-    (issues 41 and 42): the health of the most-read dataset with its whole upstream, the versions of the
-    most-written dataset, and the diff of the whole lake between two windows."""
-    hub, _why = pick_nodes(estate)["hub"]
-    written, _why = most_written(estate)
+class HistoryQuestion(NamedTuple):
+    """One over-time or health question, asked of the CLI and of the read API alike."""
+
+    label: str
+    node: str  # which node: hub, most-written or lake
+    why: str  # why that node was picked
+    args: list[str]  # the CLI's arguments (``--json`` added when run)
+    path: str  # the read API's path
+    query: dict[str, str]  # and its query
+
+
+def history_questions(estate: Estate) -> list[HistoryQuestion]:
+    """The over-time and health questions (issues 41 and 42): the health of the most-read dataset with its
+    whole upstream, the versions of the most-written dataset, and the diff of the whole lake between two
+    windows."""
+    hub, hub_why = pick_nodes(estate)["hub"]
+    written, written_why = most_written(estate)
     windows = diff_windows(estate)
     window_args = [a for k, v in windows.items() for a in (f"--{k.replace('_', '-')}", v)]
     return [
-        ("health", "hub", ["health", _name(hub)], ("/api/v2/health", {"node": _name(hub)})),
-        (
+        HistoryQuestion(
+            "health", "hub", hub_why, ["health", _name(hub)], "/api/v2/health", {"node": _name(hub)}
+        ),
+        HistoryQuestion(
             "versions",
             "most-written",
+            written_why,
             ["versions", _name(written)],
-            ("/api/v2/versions", {"node": _name(written)}),
+            "/api/v2/versions",
+            {"node": _name(written)},
         ),
-        ("diff, whole lake", "lake", ["diff", *window_args], ("/api/v2/diff", windows)),
+        HistoryQuestion(
+            "diff, whole lake", "lake", "every dataset", ["diff", *window_args], "/api/v2/diff", windows
+        ),
     ]
 
 
@@ -251,16 +268,15 @@ def run_sql(ctx: QueryContext) -> list[dict[str, Any]]:
 def run_history(ctx: QueryContext) -> list[dict[str, Any]]:
     """Each of :func:`history_questions` through the CLI (``--json``): entries answered, wall seconds."""
     script = Path(ctx.python[0]).parent / "lineage"
-    nodes = {"hub": pick_nodes(ctx.estate)["hub"], "most-written": most_written(ctx.estate)}
     rows: list[dict[str, Any]] = []
-    for label, key, arguments, _query in history_questions(ctx.estate):
-        command = [str(script), *arguments, "--json"]
-        timed_ctx = replace(ctx, runs=min(ctx.runs, SLOW_RUNS)) if label in SLOW_QUESTIONS else ctx
+    for question in history_questions(ctx.estate):
+        command = [str(script), *question.args, "--json"]
+        slow = question.label in SLOW_QUESTIONS
+        timed_ctx = replace(ctx, runs=min(ctx.runs, SLOW_RUNS)) if slow else ctx
         answer, first_s, timed = measure_command(timed_ctx, command, f"history-{len(rows)}")
-        why = nodes[key][1] if key in nodes else "every dataset"
         rows.append(
-            {"query": label, "node": key, "why": why, "args": arguments, "entries": answer_size(answer)}
-            | {"first_s": round(first_s, 3), **timed}
+            {"query": question.label, "node": question.node, "why": question.why, "args": question.args}
+            | {"entries": answer_size(answer), "first_s": round(first_s, 3), **timed}
         )
     return rows
 

@@ -152,8 +152,7 @@ def marquez_paths(estate: Any, nodes: dict[str, tuple[Any, str]]) -> list[tuple[
 def history_paths(estate: Any) -> list[tuple[str, str, str]]:
     """(label, node key, path) of the CLI's over-time and health questions (:func:`history_questions`)."""
     return [
-        (label, key, f"{path}?{urllib.parse.urlencode(query)}")
-        for label, key, _arguments, (path, query) in history_questions(estate)
+        (q.label, q.node, f"{q.path}?{urllib.parse.urlencode(q.query)}") for q in history_questions(estate)
     ]
 
 

@@ -65,11 +65,14 @@ def test_history_questions_ask_of_the_most_read_and_most_written_datasets_and_th
     writers = {i: sum(1 for j in estate.jobs if i in j.outputs) for i in range(len(estate.datasets))}
     assert writers[written.index] == max(writers.values()) >= 1
     assert why == f"written by {writers[written.index]} jobs"
-    hub, _ = pick_nodes(estate)["hub"]
-    questions = {label: (key, args, api) for label, key, args, api in history_questions(estate)}
-    assert questions["health"] == ("hub", ["health", _name(hub)], ("/api/v2/health", {"node": _name(hub)}))
-    assert questions["versions"][1] == ["versions", _name(written)]
-    _key, args, (path, windows) = questions["diff, whole lake"]
+    hub, hub_why = pick_nodes(estate)["hub"]
+    questions = {q.label: q for q in history_questions(estate)}
+    health = questions["health"]
+    assert (health.node, health.why, health.args) == ("hub", hub_why, ["health", _name(hub)])
+    assert (health.path, health.query) == ("/api/v2/health", {"node": _name(hub)})
+    assert (questions["versions"].args, questions["versions"].why) == (["versions", _name(written)], why)
+    diff = questions["diff, whole lake"]
+    args, path, windows = diff.args, diff.path, diff.query
     # TINY spans one day from 2026-10-01: the window looked at is that day, compared with the week before.
     assert windows == {
         "from": "2026-10-01T00:00:00Z",
