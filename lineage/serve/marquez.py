@@ -477,9 +477,18 @@ def dataset_column_lineage(store: IndexedStore, node: Node) -> list[dict[str, An
     return answer
 
 
-def _fields(schema: Iterable[dict] | None) -> list[dict[str, Any]]:
+def _fields(schema: Iterable[dict] | None, field_tags: Iterable[dict] | None = None) -> list[dict[str, Any]]:
+    """Marquez's fields; ``tags`` are the tags the producers declared on each field (its ``field_tags``)."""
+    tags_of: dict[str, list[dict]] = {}
+    for tag in field_tags or ():
+        tags_of.setdefault(str(tag.get("field")), []).append(tag)
     return [
-        {"name": f["name"], "type": f.get("type"), "tags": [], "description": f.get("description")}
+        {
+            "name": f["name"],
+            "type": f.get("type"),
+            "tags": tag_names(tags_of.get(f["name"])),
+            "description": f.get("description"),
+        }
         for f in (schema or [])
     ]
 
@@ -487,7 +496,7 @@ def _fields(schema: Iterable[dict] | None) -> list[dict[str, Any]]:
 def dataset_json(store: IndexedStore, node: Node) -> dict[str, Any]:
     """Marquez's ``Dataset`` with its fields (+ ``aliases``: every other name it was reported under)."""
     row = store.datasets.get(node.dataset_id or "", {})
-    fields = _fields(row.get("schema_fields"))
+    fields = _fields(row.get("schema_fields"), row.get("field_tags"))
     aliases = sorted(
         (
             {"namespace": a["alias_namespace"], "name": a["alias_name"], "kind": a["alias_kind"]}
@@ -981,12 +990,13 @@ def sources(store: IndexedStore) -> list[dict[str, Any]]:
 
 
 def tags(store: IndexedStore) -> list[dict[str, Any]]:
-    """Every tag name a job or dataset carries (:func:`tag_names`), as Marquez's ``Tag``."""
+    """Every tag name a job, dataset or dataset field carries (:func:`tag_names`), as Marquez's ``Tag``."""
     names: set[str] = set()
     for job in store.jobs.values():
         names.update(tag_names(job.get("tags")))
     for row in store.datasets.values():
         names.update(tag_names(row.get("tags")))
+        names.update(tag_names(row.get("field_tags")))
     return [{"name": name, "description": None} for name in sorted(names)]
 
 

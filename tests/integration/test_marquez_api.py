@@ -180,6 +180,11 @@ def test_every_read_path_answers_spec_valid_shapes(service: ReadService) -> None
     assert facets["runId"] == stuck["id"]
     assert facets["facets"]["processing_engine"]["name"] == "flink"
 
+    topic = check("Dataset", get(service, f"/namespaces/{q(KAFKA)}/datasets/orders"))
+    field_tags = {f["name"]: f["tags"] for f in topic["fields"]}
+    # the lab's tags facet on the orders topic, field by field
+    assert (field_tags["supplier"], field_tags["price"]) == (["pii=true"], ["confidential=true"])
+
     datasets = check("DatasetList", get(service, f"/namespaces/{q(WAREHOUSE)}/datasets"))
     assert {ORDERS_TABLE[1], STATS_TABLE[1]} <= {d["name"] for d in datasets["datasets"]}
     stats = check("Dataset", get(service, f"/namespaces/{q(WAREHOUSE)}/datasets/{q(STATS_TABLE[1])}"))

@@ -186,6 +186,21 @@ def test_job_and_dataset_shapes() -> None:
     assert namespaces == ["etl", KAFKA, "s3://lake"]
 
 
+def test_dataset_fields_carry_the_tags_their_producers_declared() -> None:
+    store = tiny_store()
+    store.datasets["d1"]["field_tags"] = [
+        {"field": "price", "key": "confidential", "value": None, "source": "producer"},
+        {"field": "price", "key": "owner", "value": "finance", "source": "producer"},
+        {"field": "gone", "key": "pii", "value": None, "source": "producer"},  # not in the schema
+    ]
+    fields = marquez.dataset_json(store, store.dataset_nodes["d1"])["fields"]
+    assert fields == [
+        {"name": "price", "type": "double", "tags": ["confidential", "owner=finance"], "description": None}
+    ]
+    assert marquez.dataset_json(store, store.dataset_nodes["d2"])["fields"][0]["tags"] == []
+    assert {"name": "owner=finance", "description": None} in marquez.tags(store)
+
+
 def test_lineage_graph_edges_point_from_producer_to_consumer() -> None:
     store = tiny_store()
     graph = {n["id"]: n for n in marquez.lineage_graph(store, store.dataset_nodes["d2"], 5)["graph"]}
