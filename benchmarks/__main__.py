@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         parts = tuple(p.strip() for p in args.build_parts.split(",") if p.strip())
         if set(parts) - set(BUILD_PARTS):
             parser.error(f"unknown build parts: {', '.join(sorted(set(parts) - set(BUILD_PARTS)))}")
+        if "history-warm" in parts and "history" not in parts:
+            parser.error("--build-parts history-warm builds the history delta: it needs history too")
         if args.repeat < 1:
             parser.error("--repeat must be at least 1")
         if args.stack == "cluster" and args.seed_lake is not None:

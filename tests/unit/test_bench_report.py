@@ -316,3 +316,21 @@ def test_lineage_freshness_and_noop_build_rows(tmp_path: Path) -> None:
     assert "**55.0** s [30.0 - 99.0], worst 99.0 s" in complete
     [noop] = [line for line in text.splitlines() if line.startswith("| Build with nothing new")]
     assert noop.endswith("| not measured | **3.4** [3.1 - 3.9] |")
+
+
+def test_warm_history_row_and_a_skipped_part_says_why(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    results["S"]["stages"]["build"]["history"] = {
+        "seconds": {"median": 90.0, "min": 88.0, "max": 95.0, "n": 3},
+        "warm": {"status": "skipped", "reason": "a cluster lake is not restored between builds"},
+    }
+    results["M"]["stages"]["build"]["history"] = {
+        "seconds": {"median": 150.0, "min": 150.0, "max": 150.0, "n": 1},
+        "warm": {"cold_s": 151.0, "seconds": {"median": 98.5, "min": 97.0, "max": 99.0, "n": 2}},
+    }
+    text = render(results, "BENCHMARKS.png")
+    [warm] = [line for line in text.splitlines() if line.startswith("| History, warm:")]
+    assert warm == (
+        "| History, warm: the same +10,000 events built again in one session, s "
+        "| not run: a cluster lake is not restored between builds | **98.5** [97.0 - 99.0] |"
+    )
