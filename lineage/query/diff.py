@@ -176,11 +176,11 @@ def _latest(table: Any, keys: Sequence[str], order: Sequence[str]) -> Any:
     return firsts.rename_columns({f"{c}_first": c for c in order}).select([*keys, *order])
 
 
-def _lake_table(store: LineageStore, table: str, columns: Sequence[str]) -> Any:
+def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_filter: Any = None) -> Any:
     """A lineage table the store may not hold in memory (the read index holds the tables every question
     needs; the rest are read from Iceberg as of its build). None when the lake lacks the table."""
     try:
-        return store.arrow(table, columns)
+        return store.arrow(table, columns, row_filter)
     except LookupError_:
         build = getattr(store, "build", None)
         try:
@@ -188,7 +188,7 @@ def _lake_table(store: LineageStore, table: str, columns: Sequence[str]) -> Any:
                 store.settings.catalog.lineage_namespace,
                 table,
                 columns,
-                None,
+                row_filter,
                 None if build is None else build.committed_at,
             )
         except LookupError_:
@@ -341,16 +341,15 @@ def _column_edges(store: LineageStore, writing: Sequence[Any]) -> list[Any]:
 
 def _fields(store: LineageStore, hashes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     """schema hash -> its fields (``dataset_schemas``), for a few hashes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     wanted = sorted(set(hashes))
     if not wanted:
         return {}
-    table = _lake_table(store, "dataset_schemas", ("schema_hash", "schema_fields"))
+    ex = expressions()
+    table = _lake_table(
+        store, "dataset_schemas", ("schema_hash", "schema_fields"), ex.In("schema_hash", wanted)
+    )
     if table is None:
         return {}
-    table = table.filter(pc.is_in(table.column("schema_hash"), value_set=pa.array(wanted, pa.string())))
     rows = zip(
         table.column("schema_hash").to_pylist(), table.column("schema_fields").to_pylist(), strict=True
     )
