@@ -12,10 +12,15 @@ runs reported (``column_facet_runs`` -> ``column_facet_edges``).
 
 Everything is read from rows the build keeps by run (``runs``, ``run_io``, ``column_facet_runs``) and by
 facet or schema (``column_facet_edges``, ``dataset_schemas``), never from event history: a diff costs the
-rows of the two windows' runs. They are compared as Arrow tables (filters, group-bys, joins), never row
-by row in Python: a whole-lake diff at tier M reads about a million ``run_io`` rows, and changes by the
-hundred thousand. Only the changes listed (the first ``limit`` of each kind, in order) become Python
-values; every kind is counted in full.
+rows of the two windows' runs.
+
+Never row by row in Python: a whole-lake diff at tier M reads about a million ``run_io`` rows and changes
+by the hundred thousand. :class:`Observations` codes the rows once as integers (order-preserving codes of
+jobs, datasets, directions and schema hashes; each kind of edge one int64 key that sorts as its strings
+do); a window is then a few Arrow filters, a diff set operations over keys (``is_in``), and only the
+changes listed (the first ``limit`` of each kind, in order) are decoded into Python values; every kind is
+counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
+the CLI codes the rows its windows can observe.
 """
 
 from __future__ import annotations
@@ -44,14 +49,13 @@ DatasetEdge = tuple[str, str, str, str]  # source dataset id, target dataset id,
 ColumnEdge = tuple[str, str, str, str | None, str, str]  # source id, field, target id, field, job ns, name
 Writer = tuple[str, str, str]  # job namespace, job name, dataset id
 
-JOB_KEY = ("job_namespace", "job_name")
-JOB_EDGE_KEY = (*JOB_KEY, "dataset_id", "direction")
-WRITER_KEY = (*JOB_KEY, "dataset_id")
-DATASET_EDGE_KEY = ("source_dataset_id", "target_dataset_id", *JOB_KEY)
-_RUN_COLUMNS = ("run_id", *JOB_KEY, "reported_state", "ended_at", "last_event_at")
+_JOB = ("job_namespace", "job_name")
+_RUN_COLUMNS = ("run_id", *_JOB, "reported_state", "ended_at", "last_event_at")
 _IO_COLUMNS = (
     "run_id",
-    *JOB_EDGE_KEY,
+    *_JOB,
+    "dataset_id",
+    "direction",
     "first_seen",
     "last_seen",
     "schema_hash",
@@ -90,18 +94,6 @@ def windows(
                 f"{name}: the window must end after it starts ({a.isoformat()} >= {b.isoformat()})"
             )
     return Window(base_start, base_end), Window(start, end)
-
-
-@dataclass
-class Observed:
-    """The lineage one window's runs observed, as Arrow tables of distinct rows."""
-
-    job_edges: Any  # JOB_EDGE_KEY
-    writers: Any  # WRITER_KEY: every job writing a dataset (not only dropping it)
-    dataset_edges: Any  # DATASET_EDGE_KEY
-    column_edges: Any  # COLUMN_EDGE_KEY
-    schemas: Any  # dataset_id, at (µs), schema_hash: the latest report of each dataset's schema
-    outcomes: Any  # job_namespace, job_name, ended (µs), run_id, state: its latest run that ended in it
 
 
 @dataclass
@@ -153,27 +145,25 @@ def _times(micros: Any) -> list[datetime]:
     return python_values(micros.cast(pa.timestamp("us", tz="UTC")))
 
 
+def _chunks(column: Any) -> list[Any]:
+    return list(column.chunks) if hasattr(column, "chunks") else [column]
+
+
+def _sorted_unique(values: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(values)
+    if isinstance(distinct, pa.ChunkedArray):
+        distinct = distinct.combine_chunks()
+    return distinct.take(pc.sort_indices(distinct))
+
+
 def _strings(*names: str) -> Any:
     """An empty table of string columns."""
     import pyarrow as pa
 
     return pa.table({name: pa.array([], pa.string()) for name in names})
-
-
-def _distinct(table: Any, keys: Sequence[str]) -> Any:
-    """The distinct rows of ``keys`` (nulls equal to nulls, as in a Python set)."""
-    return table.select(list(keys)).group_by(list(keys), use_threads=False).aggregate([])
-
-
-def _latest(table: Any, keys: Sequence[str], order: Sequence[str]) -> Any:
-    """Per distinct ``keys``, the row greatest by the ``order`` columns (compared as a tuple)."""
-    import pyarrow.compute as pc
-
-    ranked = table.sort_by([*((k, "ascending") for k in keys), *((c, "descending") for c in order)])
-    # "first" follows the input order only without threads; nulls kept so that one row's values stay together
-    every = pc.ScalarAggregateOptions(skip_nulls=False)
-    firsts = ranked.group_by(list(keys), use_threads=False).aggregate([(c, "first", every) for c in order])
-    return firsts.rename_columns({f"{c}_first": c for c in order}).select([*keys, *order])
 
 
 def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_filter: Any = None) -> Any:
@@ -193,150 +183,6 @@ def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_fil
             )
         except LookupError_:
             return None
-
-
-def _observed_rows(store: LineageStore, frames: Sequence[Window]) -> tuple[Any, Any]:
-    """The ``run_io`` rows of the runs active since the first window starts, each with its span
-    (``begin``, ``end`` in µs) and whether it writes its dataset; and those runs."""
-    import pyarrow.compute as pc
-
-    ex = expressions()
-    since, until = min(w.start for w in frames), max(w.end for w in frames)
-    runs = store.arrow("runs", _RUN_COLUMNS, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
-    # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
-    first_seen_in_time = ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
-    io = store.arrow("run_io", _IO_COLUMNS, first_seen_in_time)
-    position = pc.index_in(io.column("run_id"), value_set=runs.column("run_id").combine_chunks())
-    active = pc.is_valid(position)
-    io, position = io.filter(active), position.filter(active)
-    run_last = _micros(runs.column("last_event_at")).take(position)
-    last = pc.max_element_wise(_micros(io.column("last_seen")), run_last, skip_nulls=True)
-    begin = pc.coalesce(_micros(io.column("first_seen")), last, 0)
-    states = io.column("lifecycle_states")
-    drop_only = pc.fill_null(
-        pc.and_(pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")),
-        False,
-    )
-    schema_at = pc.coalesce(_micros(io.column("last_seen")), _micros(io.column("first_seen")), 0)
-    rows = (
-        io.drop_columns(["lifecycle_states", "first_seen", "last_seen"])
-        .append_column("begin", begin)
-        .append_column("end", pc.coalesce(last, begin))
-        .append_column("writes", pc.and_(pc.equal(io.column("direction"), "output"), pc.invert(drop_only)))
-        .append_column("schema_at", schema_at)
-    )
-    return rows, runs
-
-
-def observe(store: LineageStore, frames: Sequence[Window]) -> list[Observed]:
-    """The lineage each window's runs observed (one :class:`Observed` per window, in order)."""
-    import pyarrow.compute as pc
-
-    rows, runs = _observed_rows(store, frames)
-    ended_runs = _ended_runs(runs)
-    seen_rows = []
-    for frame in frames:
-        overlaps = pc.and_(
-            pc.less(rows.column("begin"), _at(frame.end)),
-            pc.greater_equal(rows.column("end"), _at(frame.start)),
-        )
-        seen_rows.append(rows.filter(overlaps))
-    writing = [
-        pc.unique(seen.filter(pc.equal(seen.column("direction"), "output")).column("run_id").combine_chunks())
-        for seen in seen_rows
-    ]
-    column_edges = _column_edges(store, writing)
-    out = []
-    for frame, seen, columns in zip(frames, seen_rows, column_edges, strict=True):
-        job_edges = _distinct(seen, JOB_EDGE_KEY)
-        writers = _distinct(seen.filter(seen.column("writes")), WRITER_KEY)
-        reads = job_edges.filter(pc.equal(job_edges.column("direction"), "input"))
-        flows = (
-            reads.select([*JOB_KEY, "dataset_id"])
-            .rename_columns([*JOB_KEY, "source_dataset_id"])
-            .join(writers.rename_columns([*JOB_KEY, "target_dataset_id"]), list(JOB_KEY), join_type="inner")
-        )
-        flows = flows.filter(
-            pc.not_equal(flows.column("source_dataset_id"), flows.column("target_dataset_id"))
-        )
-        reported = seen.filter(pc.fill_null(pc.not_equal(seen.column("schema_hash"), ""), False))
-        schemas = _latest(
-            reported.select(["dataset_id", "schema_at", "schema_hash"]).rename_columns(
-                ["dataset_id", "at", "schema_hash"]
-            ),
-            ["dataset_id"],
-            ["at", "schema_hash"],
-        )
-        ended = ended_runs.column("ended")
-        in_frame = pc.and_(pc.greater_equal(ended, _at(frame.start)), pc.less(ended, _at(frame.end)))
-        outcomes = _latest(ended_runs.filter(in_frame), JOB_KEY, ["ended", "run_id", "state"])
-        out.append(
-            Observed(
-                job_edges=job_edges,
-                writers=writers,
-                dataset_edges=_distinct(flows, DATASET_EDGE_KEY),
-                column_edges=columns,
-                schemas=schemas,
-                outcomes=outcomes,
-            )
-        )
-    return out
-
-
-def _ended_runs(runs: Any) -> Any:
-    """The runs that ended (a terminal state) with their job: job_namespace, job_name, ended (µs), run_id,
-    state."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ended = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
-    terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
-    keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
-    table = pa.table(
-        {
-            "job_namespace": runs.column("job_namespace"),
-            "job_name": runs.column("job_name"),
-            "ended": ended,
-            "run_id": runs.column("run_id"),
-            "state": runs.column("reported_state"),
-        }
-    )
-    return table.filter(pc.fill_null(keep, False))
-
-
-def _column_edges(store: LineageStore, writing: Sequence[Any]) -> list[Any]:
-    """The column edges of the facets each window's writing runs (``writing``: their ids) reported."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    empty = [_strings(*COLUMN_EDGE_KEY) for _ in writing]
-    every = pc.unique(pa.chunked_array(writing, pa.string()).combine_chunks())
-    if len(every) == 0:
-        return empty
-    facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
-    edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
-    if facet_runs is None or edges is None:
-        return empty
-    facet_runs = facet_runs.filter(pc.is_in(facet_runs.column("run_id"), value_set=every))
-    facets = pc.unique(facet_runs.column("_facet").combine_chunks())
-    # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
-    # and the facet tables are read whole.
-    known = store.dataset_ids()
-    edges = edges.filter(
-        pc.and_(
-            pc.is_in(edges.column("_facet"), value_set=facets),
-            pc.and_(
-                pc.is_in(edges.column("source_dataset_id"), value_set=known),
-                pc.is_in(edges.column("target_dataset_id"), value_set=known),
-            ),
-        )
-    )
-    out = []
-    for ids in writing:
-        reported = facet_runs.filter(pc.is_in(facet_runs.column("run_id"), value_set=ids))
-        mine = pc.unique(reported.column("_facet").combine_chunks())
-        out.append(_distinct(edges.filter(pc.is_in(edges.column("_facet"), value_set=mine)), COLUMN_EDGE_KEY))
-    return out
 
 
 def _fields(store: LineageStore, hashes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -367,55 +213,399 @@ def _changed_fields(
     return added, removed, retyped
 
 
-def _first(table: Any, keys: Sequence[str], limit: int | None) -> Any:
-    """The first ``limit`` rows of ``table`` (every row when None) in the order of ``keys``, a null as an
-    empty string."""
-    import pyarrow.compute as pc
+class _Codes:
+    """Order-preserving integer codes of some string columns' values: 0 for a null, 1, 2 ... for the
+    distinct values in sorted order, so that codes sort as their strings do (a null first, as an empty
+    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null)."""
 
-    if limit == 0 or table.num_rows == 0:
-        return table.slice(0, 0)
-    filled = table.select(list(keys))
-    for i, key in enumerate(keys):
-        if filled.column(key).null_count:
-            filled = filled.set_column(i, key, pc.fill_null(filled.column(key), ""))
-    order = [(k, "ascending") for k in keys]
-    if limit is None or limit >= table.num_rows:
-        return table.take(pc.sort_indices(filled, order))
-    first = pc.select_k_unstable(filled, limit, order)
-    return table.take(first.take(pc.sort_indices(filled.take(first), order)))
+    def __init__(self, *columns: Any) -> None:
+        import pyarrow as pa
+
+        chunks = [chunk.cast(pa.string()) for column in columns for chunk in _chunks(column)]
+        distinct = _sorted_unique(pa.chunked_array(chunks, pa.string())).drop_null()
+        self.values = pa.concat_arrays([pa.nulls(1, pa.string()), distinct])
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __call__(self, column: Any) -> Any:
+        """The codes of a string column (int64); a value not among the coder's is coded as a null."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(column, value_set=self.values.slice(1))
+        return pc.fill_null(pc.add(found.cast(pa.int64()), 1), 0)
+
+    def decode(self, codes: Any) -> list[Any]:
+        return self.values.take(codes).to_pylist()
 
 
-def _tuples(table: Any, columns: Sequence[str]) -> list[Any]:
-    return list(zip(*(python_values(table.column(c)) for c in columns), strict=True))
-
-
-def _split(
-    before: Any, after: Any, keys: Sequence[str], limit: int | None
-) -> tuple[list[Any], list[Any], int, int]:
-    """What ``after`` holds and ``before`` does not, and the reverse: the first ``limit`` of each as tuples
-    of ``keys``, and how many in all."""
+def _dense(keys: Any) -> Any:
+    """Keys renumbered 0, 1 ... in their order (so that a composite key built on them stays small)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    sides = pa.concat_tables(
-        [
-            before.select(list(keys)).append_column(
-                "side", pa.repeat(pa.scalar(0, pa.int8()), before.num_rows)
-            ),
-            after.select(list(keys)).append_column(
-                "side", pa.repeat(pa.scalar(1, pa.int8()), after.num_rows)
-            ),
+    return pc.index_in(keys, value_set=_sorted_unique(keys)).cast(pa.int64())
+
+
+def _combine(*parts: tuple[Any, int]) -> Any:
+    """One int64 key per row from several (codes, bound) parts, each code below its bound, ordered as the
+    tuple of codes is; it fails rather than wraps around when the bounds multiply past 64 bits."""
+    import pyarrow.compute as pc
+
+    key = parts[0][0]
+    for codes, bound in parts[1:]:
+        key = pc.add_checked(pc.multiply_checked(key, bound), codes)
+    return key
+
+
+class _Jobs:
+    """Dense order-preserving codes of jobs, (namespace, name) pairs."""
+
+    def __init__(self, pairs: Sequence[tuple[Any, Any]]) -> None:
+        import pyarrow as pa
+
+        self.namespaces = _Codes(*(ns for ns, _name in pairs))
+        self.names = _Codes(*(name for _ns, name in pairs))
+        keys = [self._key(ns, name) for ns, name in pairs]
+        self.keys = _sorted_unique(pa.chunked_array([c for k in keys for c in _chunks(k)], pa.int64()))
+
+    def _key(self, namespaces: Any, names: Any) -> Any:
+        return _combine(
+            (self.namespaces(namespaces), len(self.namespaces)), (self.names(names), len(self.names))
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __call__(self, namespaces: Any, names: Any) -> Any:
+        """The codes of jobs (null: a job not among the coder's)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.index_in(self._key(namespaces, names), value_set=self.keys).cast(pa.int64())
+
+    def decode(self, codes: Any) -> tuple[list[Any], list[Any]]:
+        import pyarrow.compute as pc
+
+        keys = self.keys.take(codes)
+        bound = len(self.names)
+        return (
+            self.namespaces.decode(pc.divide(keys, bound)),
+            self.names.decode(pc.subtract(keys, pc.multiply(pc.divide(keys, bound), bound))),
+        )
+
+
+def _remainder(values: Any, bound: int) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.subtract(values, pc.multiply(pc.divide(values, bound), bound))
+
+
+@dataclass
+class Observations:
+    """What the ``run_io`` rows and column-lineage facets of some runs observed, coded as integers once
+    (jobs, datasets, directions and schema hashes as order-preserving codes, each edge as one int64 key
+    ordered as its strings), so that a window is a few vectorised filters and a diff a few set operations
+    over integers. The read index keeps one per loaded build; the CLI reads the rows its windows need."""
+
+    # per run_io row of a known run: begin, end, run_last (µs), edge (job edge key), writes (bool),
+    # run (run code), schema_at (µs), schema (code; 0: none reported)
+    rows: Any
+    jobs: _Jobs
+    datasets: _Codes
+    directions: _Codes
+    schemas: _Codes
+    # the runs that ended (a terminal state): job (code), ended, run_last (µs), run_id, state
+    ended: Any
+    facet_runs: Any  # facet (code), run (code): the facets each run reported
+    facet_edges: Any  # facet (code), edge (column edge key), per exploded edge between known datasets
+    column_rows: Any  # key, then COLUMN_EDGE_KEY: one row per column edge key, sorted by key
+
+    @classmethod
+    def read(
+        cls, store: LineageStore, since: datetime | None = None, until: datetime | None = None
+    ) -> Observations:
+        """The observations of every run (``since``, ``until``: only the rows windows between them can
+        observe: runs with an event since ``since``, rows first seen before ``until``)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ex = expressions()
+        runs = store.arrow(
+            "runs",
+            _RUN_COLUMNS,
+            None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat()),
+        )
+        # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
+        io = store.arrow(
+            "run_io",
+            _IO_COLUMNS,
+            None
+            if until is None
+            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen")),
+        )
+        run_ids = runs.column("run_id").combine_chunks()
+        run = pc.index_in(io.column("run_id"), value_set=run_ids)
+        known = pc.is_valid(run)
+        io, run = io.filter(known), run.filter(known)
+        facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
+        edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
+        if facet_runs is None or edges is None:
+            facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
+        facet_run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
+        facet_runs = pa.table(
+            {"_facet": facet_runs.column("_facet"), "run": facet_run.cast(pa.int64())}
+        ).filter(pc.is_valid(facet_run))
+        # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
+        # and the facet tables are read whole.
+        ids = store.dataset_ids()
+        edges = edges.filter(
+            pc.and_(
+                pc.is_in(edges.column("_facet"), value_set=pc.unique(facet_runs.column("_facet"))),
+                pc.and_(
+                    pc.is_in(edges.column("source_dataset_id"), value_set=ids),
+                    pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+                ),
+            )
+        )
+        jobs = _Jobs(
+            [
+                (io.column("job_namespace"), io.column("job_name")),
+                (runs.column("job_namespace"), runs.column("job_name")),
+                (edges.column("job_namespace"), edges.column("job_name")),
+            ]
+        )
+        datasets = _Codes(
+            io.column("dataset_id"), edges.column("source_dataset_id"), edges.column("target_dataset_id")
+        )
+        directions = _Codes(io.column("direction"))
+        hashes = pc.if_else(pc.equal(io.column("schema_hash"), ""), None, io.column("schema_hash"))
+        schemas = _Codes(hashes)
+        edge = _combine(
+            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)),
+            (datasets(io.column("dataset_id")), len(datasets)),
+            (directions(io.column("direction")), len(directions)),
+        )
+        run_last = _micros(runs.column("last_event_at")).take(run)
+        last = pc.max_element_wise(_micros(io.column("last_seen")), run_last, skip_nulls=True)
+        begin = pc.coalesce(_micros(io.column("first_seen")), last, 0)
+        states = io.column("lifecycle_states")
+        drop_only = pc.fill_null(
+            pc.and_(pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")),
+            False,
+        )
+        rows = pa.table(
+            {
+                "begin": begin,
+                "end": pc.coalesce(last, begin),
+                "run_last": run_last,
+                "edge": edge,
+                "writes": pc.and_(pc.equal(io.column("direction"), "output"), pc.invert(drop_only)),
+                "run": run.cast(pa.int64()),
+                "schema_at": pc.coalesce(
+                    _micros(io.column("last_seen")), _micros(io.column("first_seen")), 0
+                ),
+                "schema": schemas(hashes),
+            }
+        )
+        ended_at = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
+        terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
+        ended = pa.table(
+            {
+                "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
+                "ended": ended_at,
+                "run_last": _micros(runs.column("last_event_at")),
+                "run_id": runs.column("run_id"),
+                "state": runs.column("reported_state"),
+            }
+        ).filter(
+            pc.fill_null(
+                pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended_at)), False
+            )
+        )
+        fields = _Codes(edges.column("source_field"), edges.column("target_field"))
+        ends = [
+            _dense(
+                _combine(
+                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
+                    (fields(edges.column(f"{side}_field")), len(fields)),
+                )
+            )
+            for side in ("source", "target")
         ]
-    )
-    seen = sides.group_by(list(keys), use_threads=False).aggregate([("side", "min"), ("side", "max")])
-    appeared = seen.filter(pc.equal(seen.column("side_min"), 1))
-    stopped = seen.filter(pc.equal(seen.column("side_max"), 0))
+        column_key = _combine(
+            (ends[0], len(edges)),
+            (ends[1], len(edges)),
+            (jobs(edges.column("job_namespace"), edges.column("job_name")), len(jobs)),
+        )
+        distinct = _sorted_unique(column_key)
+        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(pc.index_in(distinct, value_set=column_key))
+        facets = _Codes(facet_runs.column("_facet"))
+        return cls(
+            rows=rows,
+            jobs=jobs,
+            datasets=datasets,
+            directions=directions,
+            schemas=schemas,
+            ended=ended,
+            facet_runs=pa.table(
+                {"facet": facets(facet_runs.column("_facet")), "run": facet_runs.column("run")}
+            ),
+            facet_edges=pa.table({"facet": facets(edges.column("_facet")), "edge": column_key}),
+            column_rows=column_rows.add_column(0, "key", distinct),
+        )
+
+
+@dataclass
+class _Around:
+    """The codes of a walk's datasets and jobs (a diff around a node)."""
+
+    datasets: Any
+    jobs: Any
+
+
+@dataclass
+class Seen:
+    """What one window observed: the distinct keys of each kind of edge (int64 arrays), the latest schema
+    of each dataset (dataset, schema codes) and each job's latest run that ended in it (job, ended,
+    run_id, state)."""
+
+    job_edges: Any
+    writers: Any  # job * datasets + dataset
+    dataset_edges: Any  # (source * datasets + target) * jobs + job
+    column_edges: Any
+    schemas: Any
+    outcomes: Any
+
+
+def _latest(table: Any, key: str, order: Sequence[str]) -> Any:
+    """Per distinct ``key``, the row greatest by the ``order`` columns (compared as a tuple)."""
+    for column in order:
+        best = table.group_by(key, use_threads=False).aggregate([(column, "max")])
+        table = table.join(best.rename_columns([key, column]), [key, column], join_type="left semi")
     return (
-        _tuples(_first(appeared, keys, limit), keys),
-        _tuples(_first(stopped, keys, limit), keys),
-        appeared.num_rows,
-        stopped.num_rows,
+        table.group_by(key, use_threads=False)
+        .aggregate([(c, "max") for c in order])
+        .rename_columns([key, *order])
     )
+
+
+def _unique(values: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = pc.unique(values)
+    return found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
+
+
+def window_sets(obs: Observations, frame: Window, since: datetime, around: _Around | None = None) -> Seen:
+    """What the runs active in ``frame`` observed (those with no event since ``since`` left out, as when
+    the rows were read), within a walk's nodes when ``around`` is given."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rows = obs.rows
+    mask = pc.and_(
+        pc.and_(
+            pc.less(rows.column("begin"), _at(frame.end)),
+            pc.greater_equal(rows.column("end"), _at(frame.start)),
+        ),
+        pc.greater_equal(rows.column("run_last"), _at(since)),
+    )
+    rows = rows.filter(mask)
+    n_datasets, n_directions = len(obs.datasets), len(obs.directions)
+    edge = rows.column("edge")
+    pair = pc.divide(edge, n_directions)  # job * datasets + dataset
+    dataset = _remainder(pair, n_datasets)
+    job = pc.divide(pair, n_datasets)
+    direction = _remainder(edge, n_directions)
+    output = pc.equal(direction, obs.directions(pa.array(["output"]))[0])
+    within = inside = None
+    if around is not None:
+        inside = pc.is_in(dataset, value_set=around.datasets)
+        within = pc.and_(inside, pc.is_in(job, value_set=around.jobs))
+    writes = rows.column("writes")
+    job_edges = _unique(edge if within is None else edge.filter(within))
+    writers = _unique(pair.filter(writes if within is None else pc.and_(writes, within)))
+    # dataset -> dataset through a job: what it read joined with what it wrote (its ends within the walk)
+    reads = pc.equal(direction, obs.directions(pa.array(["input"]))[0])
+    reads = _unique(pair.filter(reads if inside is None else pc.and_(reads, inside)))
+    wrote = _unique(pair.filter(writes if inside is None else pc.and_(writes, inside)))
+    flows = pa.table({"job": pc.divide(reads, n_datasets), "source": _remainder(reads, n_datasets)}).join(
+        pa.table({"job": pc.divide(wrote, n_datasets), "target": _remainder(wrote, n_datasets)}), "job"
+    )
+    flows = flows.filter(pc.not_equal(flows.column("source"), flows.column("target")))
+    dataset_edges = _unique(
+        _combine(
+            (flows.column("source"), n_datasets),
+            (flows.column("target"), n_datasets),
+            (flows.column("job"), len(obs.jobs)),
+        )
+    )
+    reported = pc.greater(rows.column("schema"), 0)
+    schemas = pa.table(
+        {"dataset": dataset, "at": rows.column("schema_at"), "schema": rows.column("schema")}
+    ).filter(reported if inside is None else pc.and_(reported, inside))
+    ended = obs.ended
+    ends = ended.column("ended")
+    in_frame = pc.and_(
+        pc.and_(pc.greater_equal(ends, _at(frame.start)), pc.less(ends, _at(frame.end))),
+        pc.greater_equal(ended.column("run_last"), _at(since)),
+    )
+    if around is not None:
+        in_frame = pc.and_(in_frame, pc.is_in(ended.column("job"), value_set=around.jobs))
+    # the column edges of the facets the window's writing runs reported
+    writing = _unique(rows.column("run").filter(output))
+    facets = obs.facet_runs.filter(pc.is_in(obs.facet_runs.column("run"), value_set=writing)).column("facet")
+    edges = obs.facet_edges.filter(pc.is_in(obs.facet_edges.column("facet"), value_set=_unique(facets)))
+    column_edges = _unique(edges.column("edge"))
+    if around is not None:
+        ends_of = obs.column_rows.take(pc.index_in(column_edges, value_set=obs.column_rows.column("key")))
+        walked = obs.datasets.values.take(around.datasets)
+        column_edges = column_edges.filter(
+            pc.and_(
+                pc.is_in(ends_of.column("source_dataset_id"), value_set=walked),
+                pc.is_in(ends_of.column("target_dataset_id"), value_set=walked),
+            )
+        )
+    return Seen(
+        job_edges=job_edges,
+        writers=writers,
+        dataset_edges=dataset_edges,
+        column_edges=column_edges,
+        schemas=_latest(schemas, "dataset", ["at", "schema"]).select(["dataset", "schema"]),
+        outcomes=_latest(
+            ended.filter(in_frame).drop_columns(["run_last"]), "job", ["ended", "run_id", "state"]
+        ),
+    )
+
+
+def _smallest(keys: Any, limit: int | None) -> Any:
+    """The ``limit`` smallest keys (every one when None), in order."""
+    import pyarrow.compute as pc
+
+    if limit is not None and limit < len(keys):
+        keys = keys.take(pc.select_k_unstable(keys, limit, [("keys", "ascending")]))
+    return keys.take(pc.sort_indices(keys))
+
+
+def _split(before: Any, after: Any, limit: int | None) -> tuple[Any, Any, int, int]:
+    """The keys ``after`` holds and ``before`` does not, and the reverse: the first ``limit`` of each in
+    order, and how many in all."""
+    import pyarrow.compute as pc
+
+    appeared = after.filter(pc.invert(pc.is_in(after, value_set=before)))
+    stopped = before.filter(pc.invert(pc.is_in(before, value_set=after)))
+    return _smallest(appeared, limit), _smallest(stopped, limit), len(appeared), len(stopped)
+
+
+def observe(store: LineageStore, frames: Sequence[Window]) -> Observations:
+    """The observations windows need: the read index's, kept for its build, or else read for them."""
+    held = getattr(store, "diff_observations", None)
+    if held is not None:
+        return held
+    return Observations.read(store, min(w.start for w in frames), max(w.end for w in frames))
 
 
 def diff(
@@ -430,70 +620,94 @@ def diff(
     """What changed from ``base`` to ``current``; around ``node`` (any name), within ``depth`` hops of it
     either way, when given. The first ``limit`` changes of each kind are listed (all when None), every
     change counted."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    before, after = observe(store, [base, current])
+    obs = observe(store, [base, current])
+    around = None
     if node is not None:
-        root = store.resolve(node)
-        walk = store.traverse(root, BOTH, depth)
-        datasets = [n.dataset_id for n in walk.hops if n.kind == DATASET]
-        jobs = [(n.namespace, n.name) for n in walk.hops if n.kind == JOB]
-        for seen in (before, after):
-            _keep_around(seen, datasets, jobs)
+        walk = store.traverse(store.resolve(node), BOTH, depth)
+        datasets = pa.array([n.dataset_id for n in walk.hops if n.kind == DATASET], pa.string())
+        jobs = [n for n in walk.hops if n.kind == JOB]
+        job_codes = obs.jobs(
+            pa.array([n.namespace for n in jobs], pa.string()), pa.array([n.name for n in jobs], pa.string())
+        )
+        around = _Around(
+            datasets=obs.datasets(datasets).filter(pc.greater(obs.datasets(datasets), 0)),
+            jobs=job_codes.drop_null(),
+        )
+    since = min(base.start, current.start)
+    before, after = (window_sets(obs, w, since, around) for w in (base, current))
     counts: dict[str, Any] = {}
-    listed: dict[str, tuple[list[Any], list[Any]]] = {}
-    for kind, keys, names in (
-        ("job_edges", JOB_EDGE_KEY, ("appeared", "stopped")),
-        ("dataset_edges", DATASET_EDGE_KEY, ("appeared", "stopped")),
-        ("column_edges", COLUMN_EDGE_KEY, ("appeared", "stopped")),
-        ("writers", WRITER_KEY, ("started", "stopped")),
-    ):
-        appeared, stopped, n_appeared, n_stopped = _split(
-            getattr(before, kind), getattr(after, kind), keys, limit
-        )
-        listed[kind] = (appeared, stopped)
-        counts[kind] = dict(zip(names, (n_appeared, n_stopped), strict=True))
-    # schemas reported in both windows, the latest of each different
-    pairs = (
-        before.schemas.select(["dataset_id", "schema_hash"])
-        .rename_columns(["dataset_id", "before"])
-        .join(
-            after.schemas.select(["dataset_id", "schema_hash"]).rename_columns(["dataset_id", "after"]),
-            "dataset_id",
-            join_type="inner",
-        )
+    n_datasets, n_directions, n_jobs = len(obs.datasets), len(obs.directions), len(obs.jobs)
+
+    def split(kind: str, names: tuple[str, str] = ("appeared", "stopped")) -> tuple[Any, Any]:
+        appeared, stopped, n_appeared, n_stopped = _split(getattr(before, kind), getattr(after, kind), limit)
+        counts[kind] = {names[0]: n_appeared, names[1]: n_stopped}
+        return appeared, stopped
+
+    def job_edges(keys: Any) -> list[JobEdge]:
+        pair = pc.divide(keys, n_directions)
+        namespaces, names = obs.jobs.decode(pc.divide(pair, n_datasets))
+        datasets = obs.datasets.decode(_remainder(pair, n_datasets))
+        directions = obs.directions.decode(_remainder(keys, n_directions))
+        return list(zip(namespaces, names, datasets, directions, strict=True))
+
+    def writers(keys: Any) -> list[Writer]:
+        namespaces, names = obs.jobs.decode(pc.divide(keys, n_datasets))
+        return list(zip(namespaces, names, obs.datasets.decode(_remainder(keys, n_datasets)), strict=True))
+
+    def dataset_edges(keys: Any) -> list[DatasetEdge]:
+        namespaces, names = obs.jobs.decode(_remainder(keys, n_jobs))
+        ends = pc.divide(keys, n_jobs)
+        sources = obs.datasets.decode(pc.divide(ends, n_datasets))
+        targets = obs.datasets.decode(_remainder(ends, n_datasets))
+        return list(zip(sources, targets, namespaces, names, strict=True))
+
+    def column_edges(keys: Any) -> list[ColumnEdge]:
+        rows = obs.column_rows.take(pc.index_in(keys, value_set=obs.column_rows.column("key")))
+        return list(zip(*(rows.column(c).to_pylist() for c in COLUMN_EDGE_KEY), strict=True))
+
+    listed: dict[str, Any] = {
+        "job_edges": tuple(map(job_edges, split("job_edges"))),
+        "dataset_edges": tuple(map(dataset_edges, split("dataset_edges"))),
+        "column_edges": tuple(map(column_edges, split("column_edges"))),
+        "writers": tuple(map(writers, split("writers", ("started", "stopped")))),
+    }
+    # datasets whose latest reported schema differs
+    pairs = before.schemas.rename_columns(["dataset", "before"]).join(
+        after.schemas.rename_columns(["dataset", "after"]), "dataset", join_type="inner"
     )
     pairs = pairs.filter(pc.not_equal(pairs.column("before"), pairs.column("after")))
     counts["schemas"] = pairs.num_rows
-    changed = _tuples(_first(pairs, ["dataset_id"], limit), ("dataset_id", "before", "after"))
+    pairs = pairs.take(pc.sort_indices(pairs.column("dataset"))).slice(0, limit)
+    changed = list(
+        zip(
+            obs.datasets.decode(pairs.column("dataset")),
+            obs.schemas.decode(pairs.column("before")),
+            obs.schemas.decode(pairs.column("after")),
+            strict=True,
+        )
+    )
     fields = _fields(store, [h for _d, old, new in changed for h in (old, new)])
     schemas = [
         (d, old, new, *_changed_fields(fields.get(old, []), fields.get(new, []))) for d, old, new in changed
     ]
     # jobs whose latest run that ended in each window ended otherwise
     outcome = ["ended", "run_id", "state"]
-    runs = before.outcomes.rename_columns([*JOB_KEY, *(f"{c}_before" for c in outcome)]).join(
-        after.outcomes.rename_columns([*JOB_KEY, *(f"{c}_after" for c in outcome)]),
-        list(JOB_KEY),
-        join_type="inner",
+    runs = before.outcomes.rename_columns(["job", *(f"{c}_before" for c in outcome)]).join(
+        after.outcomes.rename_columns(["job", *(f"{c}_after" for c in outcome)]), "job", join_type="inner"
     )
     runs = runs.filter(pc.not_equal(runs.column("state_before"), runs.column("state_after")))
     counts["outcomes"] = runs.num_rows
-    runs = _first(runs, JOB_KEY, limit)
-    outcomes = [
-        (ns, name, (ended_before, run_before, state_before), (ended_after, run_after, state_after))
-        for ns, name, ended_before, run_before, state_before, ended_after, run_after, state_after in zip(
-            python_values(runs.column("job_namespace")),
-            python_values(runs.column("job_name")),
-            _times(runs.column("ended_before")),
-            python_values(runs.column("run_id_before")),
-            python_values(runs.column("state_before")),
-            _times(runs.column("ended_after")),
-            python_values(runs.column("run_id_after")),
-            python_values(runs.column("state_after")),
-            strict=True,
-        )
-    ]
+    runs = runs.take(pc.sort_indices(runs.column("job"))).slice(0, limit)
+    namespaces, names = obs.jobs.decode(runs.column("job"))
+    sides = [
+        list(zip(_times(runs.column(f"ended_{side}")), runs.column(f"run_id_{side}").to_pylist(),
+                 runs.column(f"state_{side}").to_pylist(), strict=True))
+        for side in ("before", "after")
+    ]  # fmt: skip
+    outcomes = list(zip(namespaces, names, *sides, strict=True))
     return Diff(
         base=base,
         current=current,
@@ -506,33 +720,3 @@ def diff(
         counts=counts,
         limit=limit,
     )
-
-
-def _keep_around(seen: Observed, datasets: list[str | None], jobs: list[tuple[str, str]]) -> None:
-    """Keep only what lies among ``datasets`` and ``jobs`` (a walk's nodes)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ids = pa.array([d for d in datasets if d is not None], pa.string())
-    walked = pa.table(
-        {
-            "job_namespace": pa.array([j[0] for j in jobs], pa.string()),
-            "job_name": pa.array([j[1] for j in jobs], pa.string()),
-        }
-    )
-
-    def among(table: Any, *columns: str) -> Any:
-        mask = pc.is_in(table.column(columns[0]), value_set=ids)
-        for column in columns[1:]:
-            mask = pc.and_(mask, pc.is_in(table.column(column), value_set=ids))
-        return table.filter(mask)
-
-    def by_walked_jobs(table: Any) -> Any:
-        return table.join(walked, list(JOB_KEY), join_type="left semi")
-
-    seen.job_edges = by_walked_jobs(among(seen.job_edges, "dataset_id"))
-    seen.writers = by_walked_jobs(among(seen.writers, "dataset_id"))
-    seen.dataset_edges = among(seen.dataset_edges, "source_dataset_id", "target_dataset_id")
-    seen.column_edges = among(seen.column_edges, "source_dataset_id", "target_dataset_id")
-    seen.schemas = among(seen.schemas, "dataset_id")
-    seen.outcomes = by_walked_jobs(seen.outcomes)

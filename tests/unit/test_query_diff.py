@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from lineage.cli import main
 from lineage.graph.render import render
 from lineage.query import answers
-from lineage.query.diff import Window, diff, windows
+from lineage.query.diff import Window, _Codes, _combine, _Jobs, _latest, diff, windows
 from lineage.query.errors import LookupError_
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings
@@ -466,6 +466,8 @@ def test_the_columnar_diff_follows_the_row_by_row_rules(seed: int) -> None:
         for job in sorted(before["outcomes"].keys() & after["outcomes"].keys())
         if before["outcomes"][job][2] != after["outcomes"][job][2]
     ]
+    # what the CLI does: the rows its windows can observe read and coded for them, not the index's
+    assert diff(_unheld(s), base, current, limit=None) == changes
     counted = diff(s, base, current, limit=2)
     assert counted.counts["job_edges"] == {
         "appeared": len(changes.job_edges[0]),
@@ -473,3 +475,61 @@ def test_the_columnar_diff_follows_the_row_by_row_rules(seed: int) -> None:
     }
     assert counted.job_edges == (changes.job_edges[0][:2], changes.job_edges[1][:2])
     assert counted.counts["outcomes"] == len(changes.outcomes) and counted.outcomes == changes.outcomes[:2]
+
+
+class _Unheld(IndexedStore):
+    """A store that keeps no coded observations (as the CLI's): each diff reads and codes its rows."""
+
+    diff_observations = None
+
+
+def _unheld(s: IndexedStore) -> IndexedStore:
+    return _Unheld(s.settings, s._tables)
+
+
+def test_a_lake_without_the_facet_tables_has_no_column_edges() -> None:
+    s = store()
+    del s._tables["column_facet_runs"], s._tables["column_facet_edges"]
+    base, current = windows(now=NOW)
+    changes = diff(s, base, current)
+    assert changes.column_edges == ([], []) and changes.counts["column_edges"] == {
+        "appeared": 0,
+        "stopped": 0,
+    }
+    assert changes.dataset_edges == diff(store(), base, current).dataset_edges
+
+
+def test_codes_sort_as_their_strings_with_a_null_first() -> None:
+    codes = _Codes(pa.chunked_array([["b", None, "a"], ["c", "b"]]), pa.array(["", "d"]))
+    assert codes.values.to_pylist() == [None, "", "a", "b", "c", "d"]
+    assert codes(pa.array(["c", None, "a", "zz"])).to_pylist() == [4, 0, 2, 0]  # unknown: as a null
+    assert codes.decode(pa.array([3, 0])) == ["b", None]
+    jobs = _Jobs([(pa.array(["n2", "n1", "n1"]), pa.array(["x", "y", "x"]))])
+    found = jobs(pa.array(["n1", "n2", "n1", "n3"]), pa.array(["x", "x", "y", "x"]))
+    assert found.to_pylist() == [0, 2, 1, None]  # (n1, x) < (n1, y) < (n2, x); n3 unknown
+    assert jobs.decode(pa.array([2, 1])) == (["n2", "n1"], ["x", "y"])
+
+
+def test_a_composite_key_sorts_as_its_parts_and_never_wraps_around() -> None:
+    import pyarrow.lib
+
+    key = _combine((pa.array([1, 0, 1]), 2), (pa.array([0, 9, 3]), 10))
+    assert key.to_pylist() == [10, 9, 13]
+    with pytest.raises(pyarrow.lib.ArrowInvalid):
+        _combine((pa.array([2**40]), 2**41), (pa.array([1]), 2**40))
+
+
+def test_the_latest_row_of_each_key_is_compared_as_a_tuple() -> None:
+    rows = pa.table(
+        {
+            "job": [1, 1, 1, 2, 2],
+            "ended": [5, 7, 7, 3, 3],
+            "run_id": ["r1", "r2", "r3", "r9", "r9"],
+            "state": ["FAIL", "FAIL", "COMPLETE", "ABORT", "FAIL"],
+        }
+    )
+    latest = _latest(rows, "job", ["ended", "run_id", "state"]).sort_by("job")
+    assert latest.to_pylist() == [
+        {"job": 1, "ended": 7, "run_id": "r3", "state": "COMPLETE"},
+        {"job": 2, "ended": 3, "run_id": "r9", "state": "FAIL"},
+    ]
