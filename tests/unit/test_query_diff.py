@@ -158,6 +158,12 @@ def store(
         [("_facet", S), ("source_dataset_id", S), ("source_field", S), ("target_dataset_id", S),
          ("target_field", S), ("job_namespace", S), ("job_name", S)],
     )  # fmt: skip
+    column_edges = table(
+        [],
+        [*((c, S) for c in facet_edges.column_names[1:]), ("subtypes", pa.list_(S)),
+         ("is_direct", pa.bool_()), ("transformations", pa.list_(pa.struct([("type", S)]))),
+         ("first_seen", TS)],
+    )  # fmt: skip
     summary = table(
         [
             {"job_namespace": "etl", "job_name": j, "last_run_state": None, "last_run_id": None,
@@ -181,6 +187,7 @@ def store(
             "dataset_schemas": schemas,
             "column_facet_runs": facet_runs,
             "column_facet_edges": facet_edges,
+            "column_edges": column_edges,
         },
     )
 
@@ -533,3 +540,17 @@ def test_the_latest_row_of_each_key_is_compared_as_a_tuple() -> None:
         {"job": 1, "ended": 7, "run_id": "r3", "state": "COMPLETE"},
         {"job": 2, "ended": 3, "run_id": "r9", "state": "FAIL"},
     ]
+
+
+def test_a_scoped_key_diffs_only_what_it_may_see() -> None:
+    from lineage.serve.auth import Scope
+    from lineage.serve.scope import scoped_store
+
+    s = store()
+    base, current = windows(now=NOW)
+    whole = diff(s, base, current)
+    assert diff(scoped_store(s, Scope(("etl", "ns"))), base, current) == whole
+    jobs_only = diff(scoped_store(s, Scope(("etl",))), base, current)  # every dataset hidden
+    assert jobs_only.job_edges == jobs_only.dataset_edges == jobs_only.column_edges == ([], [])
+    assert jobs_only.writers == ([], []) and jobs_only.schemas == []
+    assert jobs_only.outcomes == whole.outcomes  # the jobs' runs are visible
