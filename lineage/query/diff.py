@@ -240,14 +240,6 @@ class _Codes:
         return self.values.take(codes).to_pylist()
 
 
-def _dense(keys: Any) -> Any:
-    """Keys renumbered 0, 1 ... in their order (so that a composite key built on them stays small)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    return pc.index_in(keys, value_set=_sorted_unique(keys)).cast(pa.int64())
-
-
 def _combine(*parts: tuple[Any, int]) -> Any:
     """One int64 key per row from several (codes, bound) parts, each code below its bound, ordered as the
     tuple of codes is; it fails rather than wraps around when the bounds multiply past 64 bits."""
@@ -302,49 +294,112 @@ def _remainder(values: Any, bound: int) -> Any:
     return pc.subtract(values, pc.multiply(pc.divide(values, bound), bound))
 
 
+def _numpy(values: Any) -> Any:
+    """An Arrow integer or boolean column as a NumPy array (nulls as 0 or false)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    if values.null_count:
+        values = pc.fill_null(values, False if pa.types.is_boolean(values.type) else 0)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _ids(keys: Any) -> tuple[Any, Any]:
+    """Dense ids of some int64 keys in their order (as a NumPy array), and the keys by id (Arrow)."""
+    import pyarrow.compute as pc
+
+    distinct = _sorted_unique(keys)
+    return _numpy(pc.index_in(keys, value_set=distinct)), distinct
+
+
+def _last_of_runs(groups: Any) -> Any:
+    """The positions of the last element of each run of equal values in ``groups`` (a NumPy array)."""
+    import numpy as np
+
+    if len(groups) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.append(groups[1:] != groups[:-1], True))
+
+
 @dataclass
 class Observations:
-    """What the ``run_io`` rows and column-lineage facets of some runs observed, coded as integers once
-    (jobs, datasets, directions and schema hashes as order-preserving codes, each edge as one int64 key
-    ordered as its strings), so that a window is a few vectorised filters and a diff a few set operations
-    over integers. The read index keeps one per loaded build; the CLI reads the rows its windows need."""
+    """What the ``run_io`` rows and column-lineage facets of some runs observed, coded once as integers
+    (NumPy arrays) so that a window is a mask over the rows and the sets it observed bitmaps over ids.
 
-    # per run_io row of a known run: begin, end, run_last (µs), edge (job edge key), writes (bool),
-    # run (run code), schema_at (µs), schema (code; 0: none reported)
-    rows: Any
+    Jobs, datasets, directions and schema hashes have order-preserving codes (:class:`_Codes`); every job
+    edge, (job, dataset) pair, possible dataset edge and column edge a dense id in the order of its
+    strings, so that the ids of what changed, taken in order, are the changes sorted. The read index
+    keeps one per loaded build; the CLI reads the rows its windows can observe."""
+
+    # per run_io row of a known run
+    begin: Any  # µs: its first event (or its last)
+    end: Any  # µs: its last event, or its run's when later
+    run_last: Any  # µs: its run's last event
+    edge: Any  # job edge id
+    pair: Any  # (job, dataset) id
+    reads: Any  # bool: an input
+    writes: Any  # bool: an output, not only DROPped
+    outputs: Any  # bool: an output
+    run: Any  # run id (the run's position among those read)
+    # decoding and walks
     jobs: _Jobs
     datasets: _Codes
     directions: _Codes
     schemas: _Codes
-    # the runs that ended (a terminal state): job (code), ended, run_last (µs), run_id, state
-    ended: Any
-    facet_runs: Any  # facet (code), run (code): the facets each run reported
-    facet_edges: Any  # facet (code), edge (column edge key), per exploded edge between known datasets
-    column_rows: Any  # key, then COLUMN_EDGE_KEY: one row per column edge key, sorted by key
+    edge_keys: Any  # Arrow: (job, dataset, direction) key by job edge id
+    edge_pair: Any  # pair id by job edge id
+    pair_keys: Any  # Arrow: (job, dataset) key by pair id
+    pair_job: Any  # job code by pair id
+    pair_dataset: Any  # dataset code by pair id
+    # the io rows reporting a schema, sorted by (dataset, when, schema hash): row, dataset and schema codes
+    schema_row: Any
+    schema_dataset: Any
+    schema_code: Any
+    # the runs that ended (a terminal state), sorted by (job, ended, run id, state)
+    ended: Any  # Arrow: job, ended, run_last, run_id, state
+    ended_job: Any
+    ended_at: Any
+    ended_run_last: Any
+    ended_state: Any  # state codes
+    # every dataset edge a window can observe: a job's read and write of two datasets, sorted
+    flow_read: Any  # pair id read
+    flow_write: Any  # pair id written
+    flow_source: Any  # dataset codes
+    flow_target: Any
+    flow_keys: Any  # Arrow: (source, target, job) key by flow id
+    # column lineage: the facets runs reported and the column edges of each
+    runs: int
+    facet_run: Any  # per column_facet_runs row of a known run: its run id and facet code
+    facet_code: Any
+    facets: int
+    edge_facet: Any  # per exploded edge between known datasets: its facet code and column edge id
+    edge_column: Any
+    column_rows: Any  # Arrow: COLUMN_EDGE_KEY by column edge id
+    column_source: Any  # dataset codes by column edge id
+    column_target: Any
 
     @classmethod
     def read(
         cls, store: LineageStore, since: datetime | None = None, until: datetime | None = None
     ) -> Observations:
-        """The observations of every run (``since``, ``until``: only the rows windows between them can
-        observe: runs with an event since ``since``, rows first seen before ``until``)."""
+        """The observations of every run (``since``, ``until``: only of the rows windows between them
+        can observe: runs with an event since ``since``, rows first seen before ``until``)."""
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
         ex = expressions()
-        runs = store.arrow(
-            "runs",
-            _RUN_COLUMNS,
-            None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat()),
-        )
+        recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
+        runs = store.arrow("runs", _RUN_COLUMNS, recent)
         # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
-        io = store.arrow(
-            "run_io",
-            _IO_COLUMNS,
+        early = (
             None
             if until is None
-            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen")),
+            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
         )
+        io = store.arrow("run_io", _IO_COLUMNS, early)
         run_ids = runs.column("run_id").combine_chunks()
         run = pc.index_in(io.column("run_id"), value_set=run_ids)
         known = pc.is_valid(run)
@@ -354,15 +409,15 @@ class Observations:
         if facet_runs is None or edges is None:
             facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
         facet_run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
-        facet_runs = pa.table(
-            {"_facet": facet_runs.column("_facet"), "run": facet_run.cast(pa.int64())}
-        ).filter(pc.is_valid(facet_run))
+        facet_runs = facet_runs.filter(pc.is_valid(facet_run))
+        facet_run = facet_run.filter(pc.is_valid(facet_run))
+        facets = _Codes(facet_runs.column("_facet"))
         # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
         # and the facet tables are read whole.
         ids = store.dataset_ids()
         edges = edges.filter(
             pc.and_(
-                pc.is_in(edges.column("_facet"), value_set=pc.unique(facet_runs.column("_facet"))),
+                pc.greater(facets(edges.column("_facet")), 0),
                 pc.and_(
                     pc.is_in(edges.column("source_dataset_id"), value_set=ids),
                     pc.is_in(edges.column("target_dataset_id"), value_set=ids),
@@ -382,222 +437,216 @@ class Observations:
         directions = _Codes(io.column("direction"))
         hashes = pc.if_else(pc.equal(io.column("schema_hash"), ""), None, io.column("schema_hash"))
         schemas = _Codes(hashes)
-        edge = _combine(
-            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)),
-            (datasets(io.column("dataset_id")), len(datasets)),
-            (directions(io.column("direction")), len(directions)),
+        n_datasets, n_directions = len(datasets), len(directions)
+        dataset = datasets(io.column("dataset_id"))
+        pair_key = _combine(
+            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
         )
+        pair, pair_keys = _ids(pair_key)
+        edge, edge_keys = _ids(
+            _combine((pair_key, len(jobs) * n_datasets), (directions(io.column("direction")), n_directions))
+        )
+        edge_pair = _numpy(pc.index_in(pc.divide(edge_keys, n_directions), value_set=pair_keys))
+        pair_job = _numpy(pc.divide(pair_keys, n_datasets))
+        pair_dataset = _numpy(_remainder(pair_keys, n_datasets))
         run_last = _micros(runs.column("last_event_at")).take(run)
         last = pc.max_element_wise(_micros(io.column("last_seen")), run_last, skip_nulls=True)
         begin = pc.coalesce(_micros(io.column("first_seen")), last, 0)
         states = io.column("lifecycle_states")
-        drop_only = pc.fill_null(
-            pc.and_(pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")),
-            False,
+        drop_only = pc.and_(
+            pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")
         )
-        rows = pa.table(
-            {
-                "begin": begin,
-                "end": pc.coalesce(last, begin),
-                "run_last": run_last,
-                "edge": edge,
-                "writes": pc.and_(pc.equal(io.column("direction"), "output"), pc.invert(drop_only)),
-                "run": run.cast(pa.int64()),
-                "schema_at": pc.coalesce(
-                    _micros(io.column("last_seen")), _micros(io.column("first_seen")), 0
-                ),
-                "schema": schemas(hashes),
-            }
-        )
-        ended_at = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
-        terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
-        ended = pa.table(
-            {
-                "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
-                "ended": ended_at,
-                "run_last": _micros(runs.column("last_event_at")),
-                "run_id": runs.column("run_id"),
-                "state": runs.column("reported_state"),
-            }
-        ).filter(
-            pc.fill_null(
-                pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended_at)), False
-            )
-        )
-        fields = _Codes(edges.column("source_field"), edges.column("target_field"))
-        ends = [
-            _dense(
-                _combine(
-                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
-                    (fields(edges.column(f"{side}_field")), len(fields)),
-                )
-            )
-            for side in ("source", "target")
+        outputs = _numpy(pc.equal(io.column("direction"), "output"))
+        schema_code = _numpy(schemas(hashes))
+        schema_at = _numpy(pc.coalesce(_micros(io.column("last_seen")), _micros(io.column("first_seen")), 0))
+        dataset_code = _numpy(dataset)
+        schema_row = np.flatnonzero(schema_code > 0)
+        schema_row = schema_row[
+            np.lexsort((schema_code[schema_row], schema_at[schema_row], dataset_code[schema_row]))
         ]
-        column_key = _combine(
-            (ends[0], len(edges)),
-            (ends[1], len(edges)),
-            (jobs(edges.column("job_namespace"), edges.column("job_name")), len(jobs)),
+        ended = _ended_runs(runs, jobs)
+        reads, writes = _numpy(pc.equal(io.column("direction"), "input")), outputs & ~_numpy(drop_only)
+        flows = _flows(pair_job, pair_dataset, np.unique(pair[reads]), np.unique(pair[writes]))
+        column_keys = _column_keys(edges, datasets, jobs)
+        column, column_distinct = _ids(column_keys)
+        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(
+            pc.index_in(column_distinct, value_set=column_keys)
         )
-        distinct = _sorted_unique(column_key)
-        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(pc.index_in(distinct, value_set=column_key))
-        facets = _Codes(facet_runs.column("_facet"))
         return cls(
-            rows=rows,
+            begin=_numpy(begin),
+            end=_numpy(pc.coalesce(last, begin)),
+            run_last=_numpy(run_last),
+            edge=edge,
+            pair=pair,
+            reads=reads,
+            writes=writes,
+            outputs=outputs,
+            run=_numpy(run.cast(pa.int64())),
             jobs=jobs,
             datasets=datasets,
             directions=directions,
             schemas=schemas,
+            edge_keys=edge_keys,
+            edge_pair=edge_pair,
+            pair_keys=pair_keys,
+            pair_job=pair_job,
+            pair_dataset=pair_dataset,
+            schema_row=schema_row,
+            schema_dataset=dataset_code[schema_row],
+            schema_code=schema_code[schema_row],
             ended=ended,
-            facet_runs=pa.table(
-                {"facet": facets(facet_runs.column("_facet")), "run": facet_runs.column("run")}
+            ended_job=_numpy(ended.column("job")),
+            ended_at=_numpy(ended.column("ended")),
+            ended_run_last=_numpy(ended.column("run_last")),
+            ended_state=_numpy(_Codes(ended.column("state"))(ended.column("state"))),
+            flow_read=flows["read"],
+            flow_write=flows["write"],
+            flow_source=flows["source"],
+            flow_target=flows["target"],
+            flow_keys=pa.array(
+                flows["source"] * (n_datasets * len(jobs)) + flows["target"] * len(jobs) + flows["job"],
+                pa.int64(),
             ),
-            facet_edges=pa.table({"facet": facets(edges.column("_facet")), "edge": column_key}),
-            column_rows=column_rows.add_column(0, "key", distinct),
+            runs=len(run_ids),
+            facet_run=_numpy(facet_run.cast(pa.int64())),
+            facet_code=_numpy(facets(facet_runs.column("_facet"))),
+            facets=len(facets),
+            edge_facet=_numpy(facets(edges.column("_facet"))),
+            edge_column=column,
+            column_rows=column_rows,
+            column_source=_numpy(datasets(column_rows.column("source_dataset_id"))),
+            column_target=_numpy(datasets(column_rows.column("target_dataset_id"))),
         )
 
 
-@dataclass
-class _Around:
-    """The codes of a walk's datasets and jobs (a diff around a node)."""
+def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
+    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code), ended,
+    run_last (µs), run_id, state."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    datasets: Any
-    jobs: Any
+    ended = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
+    terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
+    keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
+    table = pa.table(
+        {
+            "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
+            "ended": ended,
+            "run_last": _micros(runs.column("last_event_at")),
+            "run_id": runs.column("run_id"),
+            "state": runs.column("reported_state"),
+        }
+    ).filter(pc.fill_null(keep, False))
+    return table.sort_by([(c, "ascending") for c in ("job", "ended", "run_id", "state")])
+
+
+def _flows(pair_job: Any, pair_dataset: Any, read: Any, written: Any) -> dict[str, Any]:
+    """Every dataset edge through a job (a pair read and a pair written by one job, two datasets), sorted
+    by (source, target, job): NumPy arrays ``read``, ``write`` (pair ids), ``source``, ``target``, ``job``."""
+    import numpy as np
+    import pyarrow as pa
+
+    reads = pa.table({"job": pair_job[read], "read": read})
+    writes = pa.table({"job": pair_job[written], "write": written})
+    joined = reads.join(writes, "job", join_type="inner")
+    out = {name: _numpy(joined.column(name)) for name in ("job", "read", "write")}
+    out["source"], out["target"] = pair_dataset[out["read"]], pair_dataset[out["write"]]
+    keep = out["source"] != out["target"]
+    order = np.lexsort((out["job"][keep], out["target"][keep], out["source"][keep]))
+    return {name: values[keep][order] for name, values in out.items()}
+
+
+def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> Any:
+    """One int64 key per exploded column edge, ordered as (source, field, target, field, job) are: each
+    end (dataset, field) renumbered densely first, so that the key stays within 64 bits."""
+    import pyarrow as pa
+
+    fields = _Codes(edges.column("source_field"), edges.column("target_field"))
+    ends = [
+        pa.array(
+            _ids(
+                _combine(
+                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
+                    (fields(edges.column(f"{side}_field")), len(fields)),
+                )
+            )[0],
+            pa.int64(),
+        )
+        for side in ("source", "target")
+    ]
+    bound = max(len(edges), 1)
+    job = jobs(edges.column("job_namespace"), edges.column("job_name"))
+    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs)))
 
 
 @dataclass
 class Seen:
-    """What one window observed: the distinct keys of each kind of edge (int64 arrays), the latest schema
-    of each dataset (dataset, schema codes) and each job's latest run that ended in it (job, ended,
-    run_id, state)."""
+    """What one window observed: bitmaps (NumPy booleans) over the job edge, pair (writers), flow and
+    column edge ids; each dataset's latest schema code and each job's latest ended run (its position in
+    :attr:`Observations.ended`), -1 for none."""
 
     job_edges: Any
-    writers: Any  # job * datasets + dataset
-    dataset_edges: Any  # (source * datasets + target) * jobs + job
+    writers: Any
+    dataset_edges: Any
     column_edges: Any
     schemas: Any
     outcomes: Any
 
 
-def _latest(table: Any, key: str, order: Sequence[str]) -> Any:
-    """Per distinct ``key``, the row greatest by the ``order`` columns (compared as a tuple)."""
-    for column in order:
-        best = table.group_by(key, use_threads=False).aggregate([(column, "max")])
-        table = table.join(best.rename_columns([key, column]), [key, column], join_type="left semi")
-    return (
-        table.group_by(key, use_threads=False)
-        .aggregate([(c, "max") for c in order])
-        .rename_columns([key, *order])
-    )
+@dataclass
+class _Around:
+    """The walk a diff is limited to: bitmaps over dataset and job codes."""
+
+    datasets: Any
+    jobs: Any
 
 
-def _unique(values: Any) -> Any:
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _bits(size: int, ids: Any) -> Any:
+    import numpy as np
 
-    found = pc.unique(values)
-    return found.combine_chunks() if isinstance(found, pa.ChunkedArray) else found
+    found = np.zeros(size, bool)
+    found[ids] = True
+    return found
 
 
 def window_sets(obs: Observations, frame: Window, since: datetime, around: _Around | None = None) -> Seen:
-    """What the runs active in ``frame`` observed (those with no event since ``since`` left out, as when
-    the rows were read), within a walk's nodes when ``around`` is given."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """What the runs active in ``frame`` observed (runs with no event since ``since`` left out, as when
+    the rows were read), within a walk when ``around`` is given."""
+    import numpy as np
 
-    rows = obs.rows
-    mask = pc.and_(
-        pc.and_(
-            pc.less(rows.column("begin"), _at(frame.end)),
-            pc.greater_equal(rows.column("end"), _at(frame.start)),
-        ),
-        pc.greater_equal(rows.column("run_last"), _at(since)),
-    )
-    rows = rows.filter(mask)
-    n_datasets, n_directions = len(obs.datasets), len(obs.directions)
-    edge = rows.column("edge")
-    pair = pc.divide(edge, n_directions)  # job * datasets + dataset
-    dataset = _remainder(pair, n_datasets)
-    job = pc.divide(pair, n_datasets)
-    direction = _remainder(edge, n_directions)
-    output = pc.equal(direction, obs.directions(pa.array(["output"]))[0])
-    within = inside = None
-    if around is not None:
-        inside = pc.is_in(dataset, value_set=around.datasets)
-        within = pc.and_(inside, pc.is_in(job, value_set=around.jobs))
-    writes = rows.column("writes")
-    job_edges = _unique(edge if within is None else edge.filter(within))
-    writers = _unique(pair.filter(writes if within is None else pc.and_(writes, within)))
-    # dataset -> dataset through a job: what it read joined with what it wrote (its ends within the walk)
-    reads = pc.equal(direction, obs.directions(pa.array(["input"]))[0])
-    reads = _unique(pair.filter(reads if inside is None else pc.and_(reads, inside)))
-    wrote = _unique(pair.filter(writes if inside is None else pc.and_(writes, inside)))
-    flows = pa.table({"job": pc.divide(reads, n_datasets), "source": _remainder(reads, n_datasets)}).join(
-        pa.table({"job": pc.divide(wrote, n_datasets), "target": _remainder(wrote, n_datasets)}), "job"
-    )
-    flows = flows.filter(pc.not_equal(flows.column("source"), flows.column("target")))
-    dataset_edges = _unique(
-        _combine(
-            (flows.column("source"), n_datasets),
-            (flows.column("target"), n_datasets),
-            (flows.column("job"), len(obs.jobs)),
-        )
-    )
-    reported = pc.greater(rows.column("schema"), 0)
-    schemas = pa.table(
-        {"dataset": dataset, "at": rows.column("schema_at"), "schema": rows.column("schema")}
-    ).filter(reported if inside is None else pc.and_(reported, inside))
-    ended = obs.ended
-    ends = ended.column("ended")
-    in_frame = pc.and_(
-        pc.and_(pc.greater_equal(ends, _at(frame.start)), pc.less(ends, _at(frame.end))),
-        pc.greater_equal(ended.column("run_last"), _at(since)),
-    )
-    if around is not None:
-        in_frame = pc.and_(in_frame, pc.is_in(ended.column("job"), value_set=around.jobs))
+    seen = (obs.begin < _at(frame.end)) & (obs.end >= _at(frame.start)) & (obs.run_last >= _at(since))
+    n_pairs, n_datasets, n_jobs = len(obs.pair_keys), len(obs.datasets), len(obs.jobs)
+    job_edges = _bits(len(obs.edge_keys), obs.edge[seen])
+    writers = _bits(n_pairs, obs.pair[seen & obs.writes])
+    read = _bits(n_pairs, obs.pair[seen & obs.reads])
+    flows = read[obs.flow_read] & writers[obs.flow_write]
     # the column edges of the facets the window's writing runs reported
-    writing = _unique(rows.column("run").filter(output))
-    facets = obs.facet_runs.filter(pc.is_in(obs.facet_runs.column("run"), value_set=writing)).column("facet")
-    edges = obs.facet_edges.filter(pc.is_in(obs.facet_edges.column("facet"), value_set=_unique(facets)))
-    column_edges = _unique(edges.column("edge"))
-    if around is not None:
-        ends_of = obs.column_rows.take(pc.index_in(column_edges, value_set=obs.column_rows.column("key")))
-        walked = obs.datasets.values.take(around.datasets)
-        column_edges = column_edges.filter(
-            pc.and_(
-                pc.is_in(ends_of.column("source_dataset_id"), value_set=walked),
-                pc.is_in(ends_of.column("target_dataset_id"), value_set=walked),
-            )
-        )
-    return Seen(
-        job_edges=job_edges,
-        writers=writers,
-        dataset_edges=dataset_edges,
-        column_edges=column_edges,
-        schemas=_latest(schemas, "dataset", ["at", "schema"]).select(["dataset", "schema"]),
-        outcomes=_latest(
-            ended.filter(in_frame).drop_columns(["run_last"]), "job", ["ended", "run_id", "state"]
-        ),
+    writing = _bits(obs.runs, obs.run[seen & obs.outputs])
+    facets = _bits(obs.facets, obs.facet_code[writing[obs.facet_run]])
+    column_edges = _bits(len(obs.column_rows), obs.edge_column[facets[obs.edge_facet]])
+    # each dataset's schema, as last reported: the last of its rows in (dataset, when, hash) order
+    rows = np.flatnonzero(seen[obs.schema_row])
+    last = rows[_last_of_runs(obs.schema_dataset[rows])]
+    schemas = np.full(n_datasets, -1, np.int64)
+    schemas[obs.schema_dataset[last]] = obs.schema_code[last]
+    # each job's latest run that ended in the window: the last of its runs in (job, ended, run, state) order
+    ended = np.flatnonzero(
+        (obs.ended_at >= _at(frame.start))
+        & (obs.ended_at < _at(frame.end))
+        & (obs.ended_run_last >= _at(since))
     )
-
-
-def _smallest(keys: Any, limit: int | None) -> Any:
-    """The ``limit`` smallest keys (every one when None), in order."""
-    import pyarrow.compute as pc
-
-    if limit is not None and limit < len(keys):
-        keys = keys.take(pc.select_k_unstable(keys, limit, [("keys", "ascending")]))
-    return keys.take(pc.sort_indices(keys))
-
-
-def _split(before: Any, after: Any, limit: int | None) -> tuple[Any, Any, int, int]:
-    """The keys ``after`` holds and ``before`` does not, and the reverse: the first ``limit`` of each in
-    order, and how many in all."""
-    import pyarrow.compute as pc
-
-    appeared = after.filter(pc.invert(pc.is_in(after, value_set=before)))
-    stopped = before.filter(pc.invert(pc.is_in(before, value_set=after)))
-    return _smallest(appeared, limit), _smallest(stopped, limit), len(appeared), len(stopped)
+    latest = ended[_last_of_runs(obs.ended_job[ended])]
+    outcomes = np.full(n_jobs, -1, np.int64)
+    outcomes[obs.ended_job[latest]] = latest
+    if around is not None:
+        walked_pair = around.datasets[obs.pair_dataset] & around.jobs[obs.pair_job]
+        job_edges &= walked_pair[obs.edge_pair]
+        writers &= walked_pair
+        flows &= around.datasets[obs.flow_source] & around.datasets[obs.flow_target]
+        column_edges &= around.datasets[obs.column_source] & around.datasets[obs.column_target]
+        schemas[~around.datasets] = -1
+        outcomes[~around.jobs] = -1
+    return Seen(job_edges, writers, flows, column_edges, schemas, outcomes)
 
 
 def observe(store: LineageStore, frames: Sequence[Window]) -> Observations:
@@ -606,6 +655,15 @@ def observe(store: LineageStore, frames: Sequence[Window]) -> Observations:
     if held is not None:
         return held
     return Observations.read(store, min(w.start for w in frames), max(w.end for w in frames))
+
+
+def _split(before: Any, after: Any, limit: int | None) -> tuple[Any, Any, int, int]:
+    """The ids set in ``after`` and not in ``before``, and the reverse: the first ``limit`` of each in
+    order (every one when None), and how many in all."""
+    import numpy as np
+
+    appeared, stopped = np.flatnonzero(after & ~before), np.flatnonzero(before & ~after)
+    return appeared[:limit], stopped[:limit], len(appeared), len(stopped)
 
 
 def diff(
@@ -620,52 +678,54 @@ def diff(
     """What changed from ``base`` to ``current``; around ``node`` (any name), within ``depth`` hops of it
     either way, when given. The first ``limit`` changes of each kind are listed (all when None), every
     change counted."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     obs = observe(store, [base, current])
+    n_datasets, n_directions, n_jobs = len(obs.datasets), len(obs.directions), len(obs.jobs)
     around = None
     if node is not None:
         walk = store.traverse(store.resolve(node), BOTH, depth)
-        datasets = pa.array([n.dataset_id for n in walk.hops if n.kind == DATASET], pa.string())
+        datasets = obs.datasets(pa.array([n.dataset_id for n in walk.hops if n.kind == DATASET], pa.string()))
         jobs = [n for n in walk.hops if n.kind == JOB]
         job_codes = obs.jobs(
             pa.array([n.namespace for n in jobs], pa.string()), pa.array([n.name for n in jobs], pa.string())
         )
-        around = _Around(
-            datasets=obs.datasets(datasets).filter(pc.greater(obs.datasets(datasets), 0)),
-            jobs=job_codes.drop_null(),
-        )
+        walked_datasets = _bits(n_datasets, _numpy(datasets.filter(pc.greater(datasets, 0))))
+        around = _Around(datasets=walked_datasets, jobs=_bits(n_jobs, _numpy(job_codes.drop_null())))
     since = min(base.start, current.start)
     before, after = (window_sets(obs, w, since, around) for w in (base, current))
     counts: dict[str, Any] = {}
-    n_datasets, n_directions, n_jobs = len(obs.datasets), len(obs.directions), len(obs.jobs)
 
     def split(kind: str, names: tuple[str, str] = ("appeared", "stopped")) -> tuple[Any, Any]:
         appeared, stopped, n_appeared, n_stopped = _split(getattr(before, kind), getattr(after, kind), limit)
         counts[kind] = {names[0]: n_appeared, names[1]: n_stopped}
         return appeared, stopped
 
-    def job_edges(keys: Any) -> list[JobEdge]:
+    def job_edges(ids: Any) -> list[JobEdge]:
+        keys = obs.edge_keys.take(ids)
         pair = pc.divide(keys, n_directions)
         namespaces, names = obs.jobs.decode(pc.divide(pair, n_datasets))
         datasets = obs.datasets.decode(_remainder(pair, n_datasets))
         directions = obs.directions.decode(_remainder(keys, n_directions))
         return list(zip(namespaces, names, datasets, directions, strict=True))
 
-    def writers(keys: Any) -> list[Writer]:
+    def writers(ids: Any) -> list[Writer]:
+        keys = obs.pair_keys.take(ids)
         namespaces, names = obs.jobs.decode(pc.divide(keys, n_datasets))
         return list(zip(namespaces, names, obs.datasets.decode(_remainder(keys, n_datasets)), strict=True))
 
-    def dataset_edges(keys: Any) -> list[DatasetEdge]:
+    def dataset_edges(ids: Any) -> list[DatasetEdge]:
+        keys = obs.flow_keys.take(ids)
         namespaces, names = obs.jobs.decode(_remainder(keys, n_jobs))
         ends = pc.divide(keys, n_jobs)
         sources = obs.datasets.decode(pc.divide(ends, n_datasets))
         targets = obs.datasets.decode(_remainder(ends, n_datasets))
         return list(zip(sources, targets, namespaces, names, strict=True))
 
-    def column_edges(keys: Any) -> list[ColumnEdge]:
-        rows = obs.column_rows.take(pc.index_in(keys, value_set=obs.column_rows.column("key")))
+    def column_edges(ids: Any) -> list[ColumnEdge]:
+        rows = obs.column_rows.take(ids)
         return list(zip(*(rows.column(c).to_pylist() for c in COLUMN_EDGE_KEY), strict=True))
 
     listed: dict[str, Any] = {
@@ -674,40 +734,44 @@ def diff(
         "column_edges": tuple(map(column_edges, split("column_edges"))),
         "writers": tuple(map(writers, split("writers", ("started", "stopped")))),
     }
-    # datasets whose latest reported schema differs
-    pairs = before.schemas.rename_columns(["dataset", "before"]).join(
-        after.schemas.rename_columns(["dataset", "after"]), "dataset", join_type="inner"
-    )
-    pairs = pairs.filter(pc.not_equal(pairs.column("before"), pairs.column("after")))
-    counts["schemas"] = pairs.num_rows
-    pairs = pairs.take(pc.sort_indices(pairs.column("dataset"))).slice(0, limit)
-    changed = list(
+    # datasets whose latest reported schema differs (codes: in dataset order)
+    old, new = before.schemas, after.schemas
+    changed = np.flatnonzero((old >= 0) & (new >= 0) & (old != new))
+    counts["schemas"] = len(changed)
+    changed = changed[:limit]
+    found = list(
         zip(
-            obs.datasets.decode(pairs.column("dataset")),
-            obs.schemas.decode(pairs.column("before")),
-            obs.schemas.decode(pairs.column("after")),
+            obs.datasets.decode(changed),
+            obs.schemas.decode(old[changed]),
+            obs.schemas.decode(new[changed]),
             strict=True,
         )
     )
-    fields = _fields(store, [h for _d, old, new in changed for h in (old, new)])
+    fields = _fields(store, [h for _d, old_hash, new_hash in found for h in (old_hash, new_hash)])
     schemas = [
-        (d, old, new, *_changed_fields(fields.get(old, []), fields.get(new, []))) for d, old, new in changed
+        (d, old_hash, new_hash, *_changed_fields(fields.get(old_hash, []), fields.get(new_hash, [])))
+        for d, old_hash, new_hash in found
     ]
-    # jobs whose latest run that ended in each window ended otherwise
-    outcome = ["ended", "run_id", "state"]
-    runs = before.outcomes.rename_columns(["job", *(f"{c}_before" for c in outcome)]).join(
-        after.outcomes.rename_columns(["job", *(f"{c}_after" for c in outcome)]), "job", join_type="inner"
-    )
-    runs = runs.filter(pc.not_equal(runs.column("state_before"), runs.column("state_after")))
-    counts["outcomes"] = runs.num_rows
-    runs = runs.take(pc.sort_indices(runs.column("job"))).slice(0, limit)
-    namespaces, names = obs.jobs.decode(runs.column("job"))
-    sides = [
-        list(zip(_times(runs.column(f"ended_{side}")), runs.column(f"run_id_{side}").to_pylist(),
-                 runs.column(f"state_{side}").to_pylist(), strict=True))
-        for side in ("before", "after")
-    ]  # fmt: skip
-    outcomes = list(zip(namespaces, names, *sides, strict=True))
+    # jobs whose latest run that ended in each window ended otherwise (codes: in job order)
+    old, new = before.outcomes, after.outcomes
+    both = np.flatnonzero((old >= 0) & (new >= 0))
+    moved = both[obs.ended_state[old[both]] != obs.ended_state[new[both]]]
+    counts["outcomes"] = len(moved)
+    moved = moved[:limit]
+    namespaces, names = obs.jobs.decode(moved)
+    sides = []
+    for rows in (old[moved], new[moved]):
+        runs = obs.ended.take(rows)
+        sides.append(
+            list(
+                zip(
+                    _times(runs.column("ended")),
+                    runs.column("run_id").to_pylist(),
+                    runs.column("state").to_pylist(),
+                    strict=True,
+                )
+            )
+        )
     return Diff(
         base=base,
         current=current,
@@ -716,7 +780,7 @@ def diff(
         column_edges=listed["column_edges"],
         writers=listed["writers"],
         schemas=schemas,
-        outcomes=outcomes,
+        outcomes=list(zip(namespaces, names, *sides, strict=True)),
         counts=counts,
         limit=limit,
     )

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from lineage.cli import main
 from lineage.graph.render import render
 from lineage.query import answers
-from lineage.query.diff import Window, _Codes, _combine, _Jobs, _latest, diff, windows
+from lineage.query.diff import Window, _Codes, _combine, _Jobs, _last_of_runs, diff, windows
 from lineage.query.errors import LookupError_
 from lineage.serve.index import IndexedStore
 from lineage.settings import Settings
@@ -526,19 +526,21 @@ def test_a_composite_key_sorts_as_its_parts_and_never_wraps_around() -> None:
         _combine((pa.array([2**40]), 2**41), (pa.array([1]), 2**40))
 
 
-def test_the_latest_row_of_each_key_is_compared_as_a_tuple() -> None:
-    rows = pa.table(
-        {
-            "job": [1, 1, 1, 2, 2],
-            "ended": [5, 7, 7, 3, 3],
-            "run_id": ["r1", "r2", "r3", "r9", "r9"],
-            "state": ["FAIL", "FAIL", "COMPLETE", "ABORT", "FAIL"],
-        }
-    )
-    latest = _latest(rows, "job", ["ended", "run_id", "state"]).sort_by("job")
-    assert latest.to_pylist() == [
-        {"job": 1, "ended": 7, "run_id": "r3", "state": "COMPLETE"},
-        {"job": 2, "ended": 3, "run_id": "r9", "state": "FAIL"},
+def test_the_last_of_each_run_of_equal_keys() -> None:
+    import numpy as np
+
+    # rows sorted by (key, then the order compared): the last of each key is its greatest
+    assert _last_of_runs(np.array([1, 1, 1, 2, 5, 5])).tolist() == [2, 3, 5]
+    assert _last_of_runs(np.array([], np.int64)).tolist() == []
+
+
+def test_a_jobs_latest_run_is_the_greatest_by_end_then_run_then_state() -> None:
+    # a second run of report ends with c2 (FAIL): the greater run id is the job's outcome in the window
+    later = diff(store([*RUNS, ("c4", "report", "COMPLETE", 5, 4)], IO), *windows(now=NOW))
+    assert later.outcomes == [] and later.counts["outcomes"] == 0  # COMPLETE then, COMPLETE (c4) now
+    earlier = diff(store([*RUNS, ("c0", "report", "COMPLETE", 5, 4)], IO), *windows(now=NOW))
+    assert [(job, after[1], after[2]) for _ns, job, _before, after in earlier.outcomes] == [
+        ("report", "c2", "FAIL")
     ]
 
 
