@@ -15,11 +15,12 @@ facet or schema (``column_facet_edges``, ``dataset_schemas``), never from event 
 rows of the two windows' runs.
 
 Never row by row in Python: a whole-lake diff at tier M reads about a million ``run_io`` rows and changes
-by the hundred thousand. :class:`Observations` codes the rows once as integers (order-preserving codes of
-jobs, datasets, directions and schema hashes; each kind of edge one int64 key that sorts as its strings
-do); a window is then a few Arrow filters, a diff set operations over keys (``is_in``), and only the
-changes listed (the first ``limit`` of each kind, in order) are decoded into Python values; every kind is
-counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
+by the hundred thousand. :class:`Observations` codes the rows once with Arrow compute (order-preserving
+codes of jobs, datasets, directions and schema hashes; a dense id per job edge, (job, dataset) pair,
+possible dataset edge and column edge, in the order of its strings). A window is then a NumPy mask over
+the rows, what it observed bitmaps over those ids, a diff ``after & ~before``, and only the changes
+listed (the first ``limit`` of each kind: the smallest ids) are decoded into Python values; every kind
+is counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
 the CLI codes the rows its windows can observe.
 """
 
