@@ -282,10 +282,9 @@ class _Jobs:
         import pyarrow.compute as pc
 
         keys = self.keys.take(codes)
-        bound = len(self.names)
         return (
-            self.namespaces.decode(pc.divide(keys, bound)),
-            self.names.decode(pc.subtract(keys, pc.multiply(pc.divide(keys, bound), bound))),
+            self.namespaces.decode(pc.divide(keys, len(self.names))),
+            self.names.decode(_remainder(keys, len(self.names))),
         )
 
 
