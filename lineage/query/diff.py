@@ -404,26 +404,7 @@ class Observations:
         run = pc.index_in(io.column("run_id"), value_set=run_ids)
         known = pc.is_valid(run)
         io, run = io.filter(known), run.filter(known)
-        facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
-        edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
-        if facet_runs is None or edges is None:
-            facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
-        facet_run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
-        facet_runs = facet_runs.filter(pc.is_valid(facet_run))
-        facet_run = facet_run.filter(pc.is_valid(facet_run))
-        facets = _Codes(facet_runs.column("_facet"))
-        # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
-        # and the facet tables are read whole.
-        ids = store.dataset_ids()
-        edges = edges.filter(
-            pc.and_(
-                pc.greater(facets(edges.column("_facet")), 0),
-                pc.and_(
-                    pc.is_in(edges.column("source_dataset_id"), value_set=ids),
-                    pc.is_in(edges.column("target_dataset_id"), value_set=ids),
-                ),
-            )
-        )
+        facet_runs, facet_run, facets, edges = _facets(store, run_ids)
         jobs = _Jobs(
             [
                 (io.column("job_namespace"), io.column("job_name")),
@@ -519,6 +500,35 @@ class Observations:
         )
 
 
+def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, _Codes, Any]:
+    """The column-lineage facets some runs reported (``column_facet_runs`` rows of those runs, each run's
+    position in ``run_ids``, the facets' codes) and the exploded edges of those facets between datasets
+    the store knows (``column_facet_edges``); none on a lake without those tables."""
+    import pyarrow.compute as pc
+
+    facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
+    edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
+    if facet_runs is None or edges is None:
+        facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
+    run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
+    known = pc.is_valid(run)
+    facet_runs, run = facet_runs.filter(known), run.filter(known)
+    facets = _Codes(facet_runs.column("_facet"))
+    # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
+    # and the facet tables are read whole.
+    ids = store.dataset_ids()
+    edges = edges.filter(
+        pc.and_(
+            pc.greater(facets(edges.column("_facet")), 0),
+            pc.and_(
+                pc.is_in(edges.column("source_dataset_id"), value_set=ids),
+                pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+            ),
+        )
+    )
+    return facet_runs, run, facets, edges
+
+
 def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
     """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code), ended,
     run_last (µs), run_id, state."""
@@ -609,7 +619,7 @@ def _bits(size: int, ids: Any) -> Any:
     return found
 
 
-def window_sets(obs: Observations, frame: Window, since: datetime, around: _Around | None = None) -> Seen:
+def _seen_in(obs: Observations, frame: Window, since: datetime, around: _Around | None = None) -> Seen:
     """What the runs active in ``frame`` observed (runs with no event since ``since`` left out, as when
     the rows were read), within a walk when ``around`` is given."""
     import numpy as np
@@ -695,7 +705,7 @@ def diff(
         walked_datasets = _bits(n_datasets, _numpy(datasets.filter(pc.greater(datasets, 0))))
         around = _Around(datasets=walked_datasets, jobs=_bits(n_jobs, _numpy(job_codes.drop_null())))
     since = min(base.start, current.start)
-    before, after = (window_sets(obs, w, since, around) for w in (base, current))
+    before, after = (_seen_in(obs, w, since, around) for w in (base, current))
     counts: dict[str, Any] = {}
 
     def split(kind: str, names: tuple[str, str] = ("appeared", "stopped")) -> tuple[Any, Any]:
