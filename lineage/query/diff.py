@@ -404,7 +404,7 @@ class Observations:
         run = pc.index_in(io.column("run_id"), value_set=run_ids)
         known = pc.is_valid(run)
         io, run = io.filter(known), run.filter(known)
-        facet_runs, facet_run, facets, edges = _facets(store, run_ids)
+        facet_run, facet_code, edges, edge_facet, facets = _facets(store, run_ids)
         jobs = _Jobs(
             [
                 (io.column("job_namespace"), io.column("job_name")),
@@ -489,10 +489,10 @@ class Observations:
                 pa.int64(),
             ),
             runs=len(run_ids),
-            facet_run=_numpy(facet_run.cast(pa.int64())),
-            facet_code=_numpy(facets(facet_runs.column("_facet"))),
-            facets=len(facets),
-            edge_facet=_numpy(facets(edges.column("_facet"))),
+            facet_run=facet_run,
+            facet_code=facet_code,
+            facets=facets,
+            edge_facet=edge_facet,
             edge_column=column,
             column_rows=column_rows,
             column_source=_numpy(datasets(column_rows.column("source_dataset_id"))),
@@ -500,10 +500,11 @@ class Observations:
         )
 
 
-def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, _Codes, Any]:
-    """The column-lineage facets some runs reported (``column_facet_runs`` rows of those runs, each run's
-    position in ``run_ids``, the facets' codes) and the exploded edges of those facets between datasets
-    the store knows (``column_facet_edges``); none on a lake without those tables."""
+def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, Any, Any, int]:
+    """The column-lineage facets some runs reported and their exploded edges: per ``column_facet_runs``
+    row of those runs, the run's position in ``run_ids`` and the facet's code (NumPy); the
+    ``column_facet_edges`` rows of those facets between datasets the store knows, and each one's facet
+    code; how many facets. None on a lake without those tables."""
     import pyarrow.compute as pc
 
     facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
@@ -513,20 +514,34 @@ def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, _Codes, Any]:
     run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
     known = pc.is_valid(run)
     facet_runs, run = facet_runs.filter(known), run.filter(known)
-    facets = _Codes(facet_runs.column("_facet"))
+    # facet ids need no order: codes are their positions among the distinct ones
+    facets = _unique_values(facet_runs.column("_facet"))
+    facet = pc.index_in(edges.column("_facet"), value_set=facets)
     # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
     # and the facet tables are read whole.
     ids = store.dataset_ids()
-    edges = edges.filter(
+    keep = pc.and_(
+        pc.is_valid(facet),
         pc.and_(
-            pc.greater(facets(edges.column("_facet")), 0),
-            pc.and_(
-                pc.is_in(edges.column("source_dataset_id"), value_set=ids),
-                pc.is_in(edges.column("target_dataset_id"), value_set=ids),
-            ),
-        )
+            pc.is_in(edges.column("source_dataset_id"), value_set=ids),
+            pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+        ),
     )
-    return facet_runs, run, facets, edges
+    return (
+        _numpy(run.cast("int64")),
+        _numpy(pc.index_in(facet_runs.column("_facet"), value_set=facets)),
+        edges.filter(keep),
+        _numpy(facet.filter(keep)),
+        len(facets),
+    )
+
+
+def _unique_values(values: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(values)
+    return distinct.combine_chunks() if isinstance(distinct, pa.ChunkedArray) else distinct
 
 
 def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
