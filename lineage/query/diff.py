@@ -306,12 +306,14 @@ def _numpy(values: Any) -> Any:
     return values.to_numpy(zero_copy_only=False)
 
 
-def _ids(keys: Any) -> tuple[Any, Any]:
-    """Dense ids of some int64 keys in their order (as a NumPy array), and the keys by id (Arrow)."""
-    import pyarrow.compute as pc
+def _ids(keys: Any) -> tuple[Any, Any, Any]:
+    """Dense ids of some int64 keys in their order (NumPy), the keys by id (Arrow), and the position of
+    each key's first row (NumPy)."""
+    import numpy as np
+    import pyarrow as pa
 
-    distinct = _sorted_unique(keys)
-    return _numpy(pc.index_in(keys, value_set=distinct)), distinct
+    distinct, first, ids = np.unique(_numpy(keys), return_index=True, return_inverse=True)
+    return ids.reshape(-1), pa.array(distinct, pa.int64()), first
 
 
 def _last_of_runs(groups: Any) -> Any:
@@ -423,8 +425,8 @@ class Observations:
         pair_key = _combine(
             (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
         )
-        pair, pair_keys = _ids(pair_key)
-        edge, edge_keys = _ids(
+        pair, pair_keys, _ = _ids(pair_key)
+        edge, edge_keys, _ = _ids(
             _combine((pair_key, len(jobs) * n_datasets), (directions(io.column("direction")), n_directions))
         )
         edge_pair = _numpy(pc.index_in(pc.divide(edge_keys, n_directions), value_set=pair_keys))
@@ -449,10 +451,8 @@ class Observations:
         reads, writes = _numpy(pc.equal(io.column("direction"), "input")), outputs & ~_numpy(drop_only)
         flows = _flows(pair_job, pair_dataset, np.unique(pair[reads]), np.unique(pair[writes]))
         column_keys = _column_keys(edges, datasets, jobs)
-        column, column_distinct = _ids(column_keys)
-        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(
-            pc.index_in(column_distinct, value_set=column_keys)
-        )
+        column, _keys, first = _ids(column_keys)
+        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(first)
         return cls(
             begin=_numpy(begin),
             end=_numpy(pc.coalesce(last, begin)),
