@@ -556,3 +556,21 @@ def test_a_scoped_key_diffs_only_what_it_may_see() -> None:
     assert jobs_only.job_edges == jobs_only.dataset_edges == jobs_only.column_edges == ([], [])
     assert jobs_only.writers == ([], []) and jobs_only.schemas == []
     assert jobs_only.outcomes == whole.outcomes  # the jobs' runs are visible
+
+
+def test_the_graph_of_a_longer_diff_says_it_draws_the_first_changes(tmp_path: Path) -> None:
+    out = tmp_path / "diff.html"
+    args = [
+        "diff",
+        "--from",
+        ago(24).isoformat(),
+        "--to",
+        NOW.isoformat(),
+        "--graph",
+        str(out),
+        "--limit",
+        "1",
+    ]
+    result = _cli(store(), args)
+    assert result.exit_code == 0 and "; the first 1 changes of each kind, --all for all)" in result.output
+    assert result.output.startswith(f"wrote {out} (") and "2 edges changed" in result.output
