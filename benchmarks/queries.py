@@ -186,6 +186,8 @@ def answer_size(answer: Any) -> int:
         return len(answer["versions"])
     if "causes" in answer:
         return len(answer["causes"])
+    if "counts" in answer:  # a diff counts every change and lists the first few of each kind
+        return sum(n if isinstance(n, int) else sum(n.values()) for n in answer["counts"].values())
     total = 0
     for value in answer.values():
         if isinstance(value, list):

@@ -33,8 +33,8 @@ from lineage.query.answers import (
     version_lineage,
     versions_of,
 )
+from lineage.query.diff import DEFAULT_LIMIT, windows
 from lineage.query.diff import diff as changes_between
-from lineage.query.diff import windows
 from lineage.query.errors import LookupError_
 from lineage.query.health import health_of
 from lineage.query.nodes import (
@@ -343,10 +343,18 @@ def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_jso
 @click.option("--base-to", "base_end", callback=_time, help="Its end (default: the start of --from).")
 @click.option("--depth", type=DEPTH, default=None, help="With NODE: hops around it (default: all).")
 @click.option(
+    "--limit",
+    type=click.IntRange(min=0, max=MAX_INT),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Changes listed of each kind (all are counted; 0: the counts alone).",
+)
+@click.option("--all", "list_all", is_flag=True, help="List every change (no --limit).")
+@click.option(
     "--graph",
     "graph_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the graph page of the changes instead (offline HTML: appeared green, stopped red).",
+    help="Write the graph page of the changes listed instead (offline HTML: appeared green, stopped red).",
 )
 @json_option
 @pass_context
@@ -358,25 +366,33 @@ def diff(
     base_start: datetime | None,
     base_end: datetime | None,
     depth: int | None,
+    limit: int,
+    list_all: bool,
     graph_path: Path | None,
     as_json: bool,
 ) -> None:
     """What changed in the lineage between two windows (default: the last day against the week before),
     optionally around NODE: edges and column edges that appeared or stopped being observed, changed
-    schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed."""
+    schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed. Every
+    change is counted; the first --limit of each kind are listed (--all: every one)."""
     base, current = windows(start, end, base_start, base_end)
+    listed = None if list_all else limit
     if graph_path is not None:
         from lineage.graph.render import render
 
-        page = diff_graph(ctx.store, changes_between(ctx.store, base, current, node=node, depth=depth), node)
+        changes = changes_between(ctx.store, base, current, node=node, depth=depth, limit=listed)
+        page = diff_graph(ctx.store, changes, node)
         try:
             graph_path.parent.mkdir(parents=True, exist_ok=True)
             graph_path.write_text(render(page, "html"), encoding="utf-8")
         except OSError as exc:
             raise SendFailed(f"cannot write {graph_path}: {exc.strerror or exc}") from exc
-        click.echo(f"wrote {graph_path} ({len(page['nodes'])} nodes, {len(page['edges'])} edges changed)")
+        note = "" if changes.complete else f"; the first {changes.limit} changes of each kind, --all for all"
+        click.echo(
+            f"wrote {graph_path} ({len(page['nodes'])} nodes, {len(page['edges'])} edges changed{note})"
+        )
         return
-    data = diff_of(ctx.store, base, current, node, depth)
+    data = diff_of(ctx.store, base, current, node, depth, listed)
     if as_json:
         output.emit_json(data)
     else:

@@ -356,29 +356,48 @@ def print_version_lineage(data: dict[str, Any]) -> None:
 
 
 def print_diff(data: dict[str, Any]) -> None:
-    """A diff of two windows: ``+`` appeared (or started), ``-`` stopped being observed, ``~`` changed."""
-    base, current = data["base"], data["current"]
+    """A diff of two windows: ``+`` appeared (or started), ``-`` stopped being observed, ``~`` changed;
+    each kind counted in its title, the changes not listed counted after those that are."""
+    base, current, counts = data["base"], data["current"], data["counts"]
     echo(f"{current['from']} .. {current['to']} against {base['from']} .. {base['to']}")
     sections = (
-        ("job edges", data["job_edges"]["appeared"], data["job_edges"]["stopped"], _job_edge_text),
-        ("dataset edges", data["dataset_edges"]["appeared"], data["dataset_edges"]["stopped"], _flow_text),
-        ("column edges", data["column_edges"]["appeared"], data["column_edges"]["stopped"], _column_text),
-        ("writers", data["writers"]["started"], data["writers"]["stopped"], _writer_text),
+        ("job edges", "job_edges", ("appeared", "stopped"), _job_edge_text),
+        ("dataset edges", "dataset_edges", ("appeared", "stopped"), _flow_text),
+        ("column edges", "column_edges", ("appeared", "stopped"), _column_text),
+        ("writers", "writers", ("started", "stopped"), _writer_text),
     )
-    for title, added, removed, text in sections:
-        echo(f"{title} (+{len(added)} -{len(removed)})")
-        for sign, items in (("+", added), ("-", removed)):
-            for item in items:
+    for title, kind, (added, removed), text in sections:
+        echo(f"{title} (+{counts[kind][added]} -{counts[kind][removed]})")
+        for sign, side in (("+", added), ("-", removed)):
+            for item in data[kind][side]:
                 echo(f"  {sign} {text(item)}")
-    echo(f"schemas changed ({len(data['schemas'])})")
+            _more(sign, counts[kind][side], data[kind][side])
+    echo(f"schemas changed ({counts['schemas']})")
     for schema in data["schemas"]:
         changes = [f"+{f}" for f in schema["fields_added"]] + [f"-{f}" for f in schema["fields_removed"]]
         changes += [f"~{f['name']} {f['before']}->{f['after']}" for f in schema["fields_retyped"]]
         echo(f"  ~ {schema['dataset']}: {' '.join(changes) or 'fields reordered or described anew'}")
-    echo(f"run outcomes changed ({len(data['outcomes'])})")
+    _more("~", counts["schemas"], data["schemas"])
+    echo(f"run outcomes changed ({counts['outcomes']})")
     for change in data["outcomes"]:
         before, after = change["before"], change["after"]
         echo(f"  ~ {change['job']}: {before['state']} -> {after['state']} (run {after['run_id']})")
+    _more("~", counts["outcomes"], data["outcomes"])
+    if any(_unlisted(data)):
+        echo(f"(the first {data['limit']} of each kind listed: --limit N or --all for more)")
+
+
+def _more(sign: str, count: int, listed: list[Any]) -> None:
+    if count > len(listed):
+        echo(f"  {sign} ... {count - len(listed)} more")
+
+
+def _unlisted(data: dict[str, Any]) -> list[bool]:
+    counts = data["counts"]
+    found = [counts[k] > len(data[k]) for k in ("schemas", "outcomes")]
+    for kind in ("job_edges", "dataset_edges", "column_edges", "writers"):
+        found += [counts[kind][side] > len(data[kind][side]) for side in counts[kind]]
+    return found
 
 
 def _job_edge_text(edge: dict[str, Any]) -> str:

@@ -431,7 +431,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
 
 
 def diff_json(store: LineageStore, changes: diff_module.Diff) -> dict[str, Any]:
-    """What changed between two windows (:func:`lineage.query.diff.diff`), as ``lineage diff --json``."""
+    """What changed between two windows (:func:`lineage.query.diff.diff`), as ``lineage diff --json``:
+    ``counts`` of every kind of change, and the changes listed (the first ``limit`` of each kind)."""
     ids = {d for edge in (*changes.job_edges[0], *changes.job_edges[1]) for d in edge[2:3]}
     ids |= {d for edge in (*changes.dataset_edges[0], *changes.dataset_edges[1]) for d in edge[:2]}
     for column in (*changes.column_edges[0], *changes.column_edges[1]):
@@ -470,6 +471,8 @@ def diff_json(store: LineageStore, changes: diff_module.Diff) -> dict[str, Any]:
     return {
         "base": window(changes.base),
         "current": window(changes.current),
+        "limit": changes.limit,
+        "counts": changes.counts,
         "job_edges": {
             "appeared": [job_edge(e) for e in changes.job_edges[0]],
             "stopped": [job_edge(e) for e in changes.job_edges[1]],
@@ -510,9 +513,11 @@ def diff_of(
     current: diff_module.Window,
     node: str | None = None,
     depth: int | None = None,
+    limit: int | None = diff_module.DEFAULT_LIMIT,
 ) -> dict[str, Any]:
-    """The JSON of a diff, around ``node`` within ``depth`` hops when given."""
-    data = diff_json(store, diff_module.diff(store, base, current, node=node, depth=depth))
+    """The JSON of a diff, around ``node`` within ``depth`` hops when given: every change counted, the
+    first ``limit`` of each kind listed (all when None)."""
+    data = diff_json(store, diff_module.diff(store, base, current, node=node, depth=depth, limit=limit))
     if node is not None:
         data["node"] = dict(node_json(store, store.resolve(node)))
         data["depth"] = depth

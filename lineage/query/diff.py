@@ -13,27 +13,55 @@ runs reported (``column_facet_runs`` -> ``column_facet_edges``).
 Everything is read from rows the build keeps by run (``runs``, ``run_io``, ``column_facet_runs``) and by
 facet or schema (``column_facet_edges``, ``dataset_schemas``), never from event history: a diff costs the
 rows of the two windows' runs.
+
+Never row by row in Python: a whole-lake diff at tier M reads about a million ``run_io`` rows and changes
+by the hundred thousand. :class:`Observations` codes the rows once with Arrow compute (order-preserving
+codes of jobs, datasets, directions and schema hashes; a dense id per job edge, (job, dataset) pair,
+possible dataset edge and column edge, in the order of its strings). A window is then a NumPy mask over
+the rows, what it observed bitmaps over those ids, a diff ``after & ~before``, and only the changes
+listed (the first ``limit`` of each kind: the smallest ids) are decoded into Python values; every kind
+is counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
+the CLI codes the rows its windows can observe.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lineage.query.errors import LookupError_
+from lineage.query.model import COLUMN_EDGE_KEY
 from lineage.query.nodes import BOTH, DATASET, JOB, TERMINAL_STATES
 from lineage.query.store import LineageStore
-from lineage.query.tables import expressions
+from lineage.query.tables import expressions, python_values
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
+# Changes listed of each kind unless more are asked for (all are counted): a whole-lake diff of a day
+# against a week lists hundreds of thousands of them, tens of megabytes of JSON nobody reads.
+DEFAULT_LIMIT = 20
 
 JobEdge = tuple[str, str, str, str]  # job namespace, job name, dataset id, direction
 DatasetEdge = tuple[str, str, str, str]  # source dataset id, target dataset id, job namespace, job name
 ColumnEdge = tuple[str, str, str, str | None, str, str]  # source id, field, target id, field, job ns, name
+Writer = tuple[str, str, str]  # job namespace, job name, dataset id
+
+_JOB = ("job_namespace", "job_name")
+_RUN_COLUMNS = ("run_id", *_JOB, "reported_state", "ended_at", "last_event_at")
+_IO_COLUMNS = (
+    "run_id",
+    *_JOB,
+    "dataset_id",
+    "direction",
+    "first_seen",
+    "last_seen",
+    "schema_hash",
+    "lifecycle_states",
+)
 
 
 @dataclass(frozen=True)
@@ -42,13 +70,6 @@ class Window:
 
     start: datetime
     end: datetime
-
-    def overlaps(self, first: datetime | None, last: datetime | None) -> bool:
-        begin = first or last or _EPOCH
-        return begin < self.end and (last or begin) >= self.start
-
-    def holds(self, moment: datetime | None) -> bool:
-        return moment is not None and self.start <= moment < self.end
 
 
 def windows(
@@ -77,49 +98,84 @@ def windows(
 
 
 @dataclass
-class Observed:
-    """The lineage one window's runs observed."""
-
-    job_edges: set[JobEdge] = field(default_factory=set)
-    dataset_edges: set[DatasetEdge] = field(default_factory=set)
-    column_edges: set[ColumnEdge] = field(default_factory=set)
-    # dataset id -> (when, schema hash) of the latest report of its schema
-    schemas: dict[str, tuple[datetime, str]] = field(default_factory=dict)
-    # job -> (ended, run id, state) of its latest run that ended in the window
-    outcomes: dict[tuple[str, str], tuple[datetime, str, str]] = field(default_factory=dict)
-    # (job namespace, job name, dataset id) of every job writing a dataset (not only dropping it)
-    writers: set[tuple[str, str, str]] = field(default_factory=set)
-
-
-@dataclass
 class Diff:
-    """What changed from the base window to the current one."""
+    """What changed from the base window to the current one: the first ``limit`` changes of each kind
+    (all of them when ``limit`` is None), each kind sorted, and how many changed in all (``counts``)."""
 
     base: Window
     current: Window
     job_edges: tuple[list[JobEdge], list[JobEdge]]  # (appeared, stopped being observed)
     dataset_edges: tuple[list[DatasetEdge], list[DatasetEdge]]
     column_edges: tuple[list[ColumnEdge], list[ColumnEdge]]
-    writers: tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]  # (started, stopped writing)
+    writers: tuple[list[Writer], list[Writer]]  # (started, stopped writing)
     # (dataset id, hash before, hash after, fields added, removed, retyped as (name, before, after))
     schemas: list[tuple[str, str, str, list[str], list[str], list[tuple[str, str | None, str | None]]]]
     # (job namespace, job name, before: (ended, run, state), after)
     outcomes: list[tuple[str, str, tuple[datetime, str, str], tuple[datetime, str, str]]]
+    # {"job_edges": {"appeared": n, "stopped": n}, "dataset_edges": ..., "column_edges": ...,
+    #  "writers": {"started": n, "stopped": n}, "schemas": n, "outcomes": n}
+    counts: dict[str, Any]
+    limit: int | None = DEFAULT_LIMIT
+
+    @property
+    def complete(self) -> bool:
+        """Whether every change is listed (no kind counts more than ``limit``)."""
+        if self.limit is None:
+            return True
+        totals = [self.counts["schemas"], self.counts["outcomes"]]
+        for kind in ("job_edges", "dataset_edges", "column_edges", "writers"):
+            totals += self.counts[kind].values()
+        return max(totals) <= self.limit
 
 
-def _rows(
-    store: LineageStore, table: str, row_filter: Any, columns: Sequence[str] | None = None
-) -> list[dict]:
-    """Rows of a lineage table the store may not hold in memory (the read index holds the tables every
-    question needs; the rest are read from Iceberg as of its build). Empty when the lake lacks the table."""
+def _micros(column: Any) -> Any:
+    """A timestamp column as int64 microseconds since the epoch (Arrow's element-wise min and max take no
+    timestamps; the integers compare the same)."""
+    import pyarrow as pa
+
+    return column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+
+
+def _at(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _times(micros: Any) -> list[datetime]:
+    import pyarrow as pa
+
+    return python_values(micros.cast(pa.timestamp("us", tz="UTC")))
+
+
+def _chunks(column: Any) -> list[Any]:
+    return list(column.chunks) if hasattr(column, "chunks") else [column]
+
+
+def _sorted_unique(values: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(values)
+    if isinstance(distinct, pa.ChunkedArray):
+        distinct = distinct.combine_chunks()
+    return distinct.take(pc.sort_indices(distinct))
+
+
+def _strings(*names: str) -> Any:
+    """An empty table of string columns."""
+    import pyarrow as pa
+
+    return pa.table({name: pa.array([], pa.string()) for name in names})
+
+
+def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_filter: Any = None) -> Any:
+    """A lineage table the store may not hold in memory (the read index holds the tables every question
+    needs; the rest are read from Iceberg as of its build). None when the lake lacks the table."""
     try:
-        return store.rows(table, columns, row_filter)
+        return store.arrow(table, columns, row_filter)
     except LookupError_:
         build = getattr(store, "build", None)
         try:
-            from lineage.query.tables import python_rows
-
-            arrow = store.scan_table(
+            return store.scan_table(
                 store.settings.catalog.lineage_namespace,
                 table,
                 columns,
@@ -127,125 +183,24 @@ def _rows(
                 None if build is None else build.committed_at,
             )
         except LookupError_:
-            return []
-        return python_rows(arrow)
-
-
-def _drop_only(row: dict[str, Any]) -> bool:
-    return list(row.get("lifecycle_states") or []) == ["DROP"]
-
-
-def observe(store: LineageStore, frames: Sequence[Window]) -> list[Observed]:
-    """The lineage each window's runs observed (one :class:`Observed` per window, in order)."""
-    ex = expressions()
-    since = min(w.start for w in frames)
-    runs = store.rows(
-        "runs",
-        ("run_id", "job_namespace", "job_name", "reported_state", "started_at", "ended_at", "last_event_at"),
-        ex.GreaterThanOrEqual("last_event_at", since.isoformat()),
-    )
-    by_id = {r["run_id"]: r for r in runs}
-    io = store.rows("run_io", row_filter=ex.In("run_id", sorted(by_id))) if by_id else []
-    out = [Observed() for _ in frames]
-    for row in io:
-        run = by_id[row["run_id"]]
-        last = max(
-            (t for t in (row.get("last_seen"), run.get("last_event_at")) if t is not None), default=None
-        )
-        for frame, seen in zip(frames, out, strict=True):
-            if not frame.overlaps(row.get("first_seen"), last):
-                continue
-            edge = (row["job_namespace"], row["job_name"], row["dataset_id"], row["direction"])
-            seen.job_edges.add(edge)
-            if row["direction"] == "output" and not _drop_only(row):
-                seen.writers.add(edge[:3])
-            schema = row.get("schema_hash")
-            at = row.get("last_seen") or row.get("first_seen") or _EPOCH
-            if schema and (
-                row["dataset_id"] not in seen.schemas or seen.schemas[row["dataset_id"]] < (at, schema)
-            ):
-                seen.schemas[row["dataset_id"]] = (at, schema)
-    for seen in out:
-        reads: dict[tuple[str, str], set[str]] = {}
-        for ns, name, dataset, direction in seen.job_edges:
-            if direction == "input":
-                reads.setdefault((ns, name), set()).add(dataset)
-        for ns, name, target in seen.writers:
-            for source in reads.get((ns, name), ()):
-                if source != target:
-                    seen.dataset_edges.add((source, target, ns, name))
-    for run in runs:
-        if run.get("reported_state") not in TERMINAL_STATES or run.get("job_name") is None:
-            continue
-        ended = run.get("ended_at") or run.get("last_event_at")
-        if ended is None:
-            continue
-        for frame, seen in zip(frames, out, strict=True):
-            if frame.holds(ended):
-                key = (run["job_namespace"], run["job_name"])
-                outcome = (ended, run["run_id"], run["reported_state"])
-                if key not in seen.outcomes or seen.outcomes[key] < outcome:
-                    seen.outcomes[key] = outcome
-    _column_edges(store, frames, out, io, by_id)
-    return out
-
-
-def _column_edges(
-    store: LineageStore,
-    frames: Sequence[Window],
-    out: list[Observed],
-    io: list[dict[str, Any]],
-    runs: dict[str, dict[str, Any]],
-) -> None:
-    """The column edges of the facets each window's writing runs reported."""
-    ex = expressions()
-    # The runs whose writes overlap each window (a facet comes with a run's output).
-    writing: list[set[str]] = [set() for _ in frames]
-    for row in io:
-        if row["direction"] != "output":
-            continue
-        last = max(
-            (t for t in (row.get("last_seen"), runs[row["run_id"]].get("last_event_at")) if t), default=None
-        )
-        for frame, ids in zip(frames, writing, strict=True):
-            if frame.overlaps(row.get("first_seen"), last):
-                ids.add(row["run_id"])
-    every = sorted(set().union(*writing))
-    if not every:
-        return
-    facet_runs = _rows(store, "column_facet_runs", ex.In("run_id", every), ("_facet", "run_id"))
-    facets = sorted({r["_facet"] for r in facet_runs})
-    if not facets:
-        return
-    columns = ("_facet", "source_dataset_id", "source_field", "target_dataset_id", "target_field")
-    edges: dict[str, set[tuple[str, str, str, str | None]]] = {}
-    jobs: dict[str, tuple[str, str]] = {}
-    for row in _rows(
-        store, "column_facet_edges", ex.In("_facet", facets), (*columns, "job_namespace", "job_name")
-    ):
-        ends = (row["source_dataset_id"], row["source_field"], row["target_dataset_id"], row["target_field"])
-        edges.setdefault(row["_facet"], set()).add(ends)
-        jobs[row["_facet"]] = (row["job_namespace"], row["job_name"])
-    # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
-    # and the facet tables are read whole.
-    known = store.nodes_of({end for ends in edges.values() for e in ends for end in (e[0], e[2])})
-    for ids, seen in zip(writing, out, strict=True):
-        for facet_run in facet_runs:
-            facet = facet_run["_facet"]
-            if facet_run["run_id"] in ids and facet in edges:
-                ns, name = jobs[facet]
-                seen.column_edges.update(
-                    (s, sf, t, tf, ns, name) for s, sf, t, tf in edges[facet] if s in known and t in known
-                )
+            return None
 
 
 def _fields(store: LineageStore, hashes: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """schema hash -> its fields (``dataset_schemas``), for a few hashes."""
     wanted = sorted(set(hashes))
     if not wanted:
         return {}
     ex = expressions()
-    rows = _rows(store, "dataset_schemas", ex.In("schema_hash", wanted), ("schema_hash", "schema_fields"))
-    return {r["schema_hash"]: list(r["schema_fields"] or []) for r in rows}
+    table = _lake_table(
+        store, "dataset_schemas", ("schema_hash", "schema_fields"), ex.In("schema_hash", wanted)
+    )
+    if table is None:
+        return {}
+    rows = zip(
+        table.column("schema_hash").to_pylist(), table.column("schema_fields").to_pylist(), strict=True
+    )
+    return {schema_hash: list(fields or []) for schema_hash, fields in rows}
 
 
 def _changed_fields(
@@ -259,11 +214,481 @@ def _changed_fields(
     return added, removed, retyped
 
 
-def _split(before: set[Any], after: set[Any]) -> tuple[list[Any], list[Any]]:
-    def key(item: tuple[Any, ...]) -> tuple[str, ...]:
-        return tuple("" if v is None else str(v) for v in item)
+class _Codes:
+    """Order-preserving integer codes of some string columns' values: 0 for a null, 1, 2 ... for the
+    distinct values in sorted order, so that codes sort as their strings do (a null first, as an empty
+    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null)."""
 
-    return sorted(after - before, key=key), sorted(before - after, key=key)
+    def __init__(self, *columns: Any) -> None:
+        import pyarrow as pa
+
+        chunks = [chunk.cast(pa.string()) for column in columns for chunk in _chunks(column)]
+        distinct = _sorted_unique(pa.chunked_array(chunks, pa.string())).drop_null()
+        self.values = pa.concat_arrays([pa.nulls(1, pa.string()), distinct])
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __call__(self, column: Any) -> Any:
+        """The codes of a string column (int64); a value not among the coder's is coded as a null."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.index_in(column, value_set=self.values.slice(1))
+        return pc.fill_null(pc.add(found.cast(pa.int64()), 1), 0)
+
+    def decode(self, codes: Any) -> list[Any]:
+        return self.values.take(codes).to_pylist()
+
+
+def _combine(*parts: tuple[Any, int]) -> Any:
+    """One int64 key per row from several (codes, bound) parts, each code below its bound, ordered as the
+    tuple of codes is; it fails rather than wraps around when the bounds multiply past 64 bits."""
+    import pyarrow.compute as pc
+
+    key = parts[0][0]
+    for codes, bound in parts[1:]:
+        key = pc.add_checked(pc.multiply_checked(key, bound), codes)
+    return key
+
+
+class _Jobs:
+    """Dense order-preserving codes of jobs, (namespace, name) pairs."""
+
+    def __init__(self, pairs: Sequence[tuple[Any, Any]]) -> None:
+        import pyarrow as pa
+
+        self.namespaces = _Codes(*(ns for ns, _name in pairs))
+        self.names = _Codes(*(name for _ns, name in pairs))
+        keys = [self._key(ns, name) for ns, name in pairs]
+        self.keys = _sorted_unique(pa.chunked_array([c for k in keys for c in _chunks(k)], pa.int64()))
+
+    def _key(self, namespaces: Any, names: Any) -> Any:
+        return _combine(
+            (self.namespaces(namespaces), len(self.namespaces)), (self.names(names), len(self.names))
+        )
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __call__(self, namespaces: Any, names: Any) -> Any:
+        """The codes of jobs (null: a job not among the coder's)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.index_in(self._key(namespaces, names), value_set=self.keys).cast(pa.int64())
+
+    def decode(self, codes: Any) -> tuple[list[Any], list[Any]]:
+        import pyarrow.compute as pc
+
+        keys = self.keys.take(codes)
+        return (
+            self.namespaces.decode(pc.divide(keys, len(self.names))),
+            self.names.decode(_remainder(keys, len(self.names))),
+        )
+
+
+def _remainder(values: Any, bound: int) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.subtract(values, pc.multiply(pc.divide(values, bound), bound))
+
+
+def _numpy(values: Any) -> Any:
+    """An Arrow integer or boolean column as a NumPy array (nulls as 0 or false)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    if values.null_count:
+        values = pc.fill_null(values, False if pa.types.is_boolean(values.type) else 0)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _ids(keys: Any) -> tuple[Any, Any, Any]:
+    """Dense ids of some int64 keys in their order (NumPy), the keys by id (Arrow), and the position of
+    each key's first row (NumPy)."""
+    import numpy as np
+    import pyarrow as pa
+
+    distinct, first, ids = np.unique(_numpy(keys), return_index=True, return_inverse=True)
+    return ids.reshape(-1), pa.array(distinct, pa.int64()), first
+
+
+def _last_of_runs(groups: Any) -> Any:
+    """The positions of the last element of each run of equal values in ``groups`` (a NumPy array)."""
+    import numpy as np
+
+    if len(groups) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.append(groups[1:] != groups[:-1], True))
+
+
+@dataclass
+class Observations:
+    """What the ``run_io`` rows and column-lineage facets of some runs observed, coded once as integers
+    (NumPy arrays) so that a window is a mask over the rows and the sets it observed bitmaps over ids.
+
+    Jobs, datasets, directions and schema hashes have order-preserving codes (:class:`_Codes`); every job
+    edge, (job, dataset) pair, possible dataset edge and column edge a dense id in the order of its
+    strings, so that the ids of what changed, taken in order, are the changes sorted. The read index
+    keeps one per loaded build; the CLI reads the rows its windows can observe."""
+
+    # per run_io row of a known run
+    begin: Any  # µs: its first event (or its last)
+    end: Any  # µs: its last event, or its run's when later
+    run_last: Any  # µs: its run's last event
+    edge: Any  # job edge id
+    pair: Any  # (job, dataset) id
+    reads: Any  # bool: an input
+    writes: Any  # bool: an output, not only DROPped
+    outputs: Any  # bool: an output
+    run: Any  # run id (the run's position among those read)
+    # decoding and walks
+    jobs: _Jobs
+    datasets: _Codes
+    directions: _Codes
+    schemas: _Codes
+    edge_keys: Any  # Arrow: (job, dataset, direction) key by job edge id
+    edge_pair: Any  # pair id by job edge id
+    pair_keys: Any  # Arrow: (job, dataset) key by pair id
+    pair_job: Any  # job code by pair id
+    pair_dataset: Any  # dataset code by pair id
+    # the io rows reporting a schema, sorted by (dataset, when, schema hash): row, dataset and schema codes
+    schema_row: Any
+    schema_dataset: Any
+    schema_code: Any
+    # the runs that ended (a terminal state), sorted by (job, ended, run id, state)
+    ended: Any  # Arrow: job, ended, run_last, run_id, state
+    ended_job: Any
+    ended_at: Any
+    ended_run_last: Any
+    ended_state: Any  # state codes
+    # every dataset edge a window can observe: a job's read and write of two datasets, sorted
+    flow_read: Any  # pair id read
+    flow_write: Any  # pair id written
+    flow_source: Any  # dataset codes
+    flow_target: Any
+    flow_keys: Any  # Arrow: (source, target, job) key by flow id
+    # column lineage: the facets runs reported and the column edges of each
+    runs: int
+    facet_run: Any  # per column_facet_runs row of a known run: its run id and facet code
+    facet_code: Any
+    facets: int
+    edge_facet: Any  # per exploded edge between known datasets: its facet code and column edge id
+    edge_column: Any
+    column_rows: Any  # Arrow: COLUMN_EDGE_KEY by column edge id
+    column_source: Any  # dataset codes by column edge id
+    column_target: Any
+
+    @classmethod
+    def read(
+        cls, store: LineageStore, since: datetime | None = None, until: datetime | None = None
+    ) -> Observations:
+        """The observations of every run (``since``, ``until``: only of the rows windows between them
+        can observe: runs with an event since ``since``, rows first seen before ``until``)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ex = expressions()
+        recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
+        runs = store.arrow("runs", _RUN_COLUMNS, recent)
+        # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
+        early = (
+            None
+            if until is None
+            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
+        )
+        io = store.arrow("run_io", _IO_COLUMNS, early)
+        run_ids = runs.column("run_id").combine_chunks()
+        run = pc.index_in(io.column("run_id"), value_set=run_ids)
+        known = pc.is_valid(run)
+        io, run = io.filter(known), run.filter(known)
+        facet_run, facet_code, edges, edge_facet, facets = _facets(store, run_ids)
+        jobs = _Jobs(
+            [
+                (io.column("job_namespace"), io.column("job_name")),
+                (runs.column("job_namespace"), runs.column("job_name")),
+                (edges.column("job_namespace"), edges.column("job_name")),
+            ]
+        )
+        datasets = _Codes(
+            io.column("dataset_id"), edges.column("source_dataset_id"), edges.column("target_dataset_id")
+        )
+        directions = _Codes(io.column("direction"))
+        hashes = pc.if_else(pc.equal(io.column("schema_hash"), ""), None, io.column("schema_hash"))
+        schemas = _Codes(hashes)
+        n_datasets, n_directions = len(datasets), len(directions)
+        dataset = datasets(io.column("dataset_id"))
+        pair_key = _combine(
+            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
+        )
+        pair, pair_keys, _ = _ids(pair_key)
+        edge, edge_keys, _ = _ids(
+            _combine((pair_key, len(jobs) * n_datasets), (directions(io.column("direction")), n_directions))
+        )
+        edge_pair = _numpy(pc.index_in(pc.divide(edge_keys, n_directions), value_set=pair_keys))
+        pair_job = _numpy(pc.divide(pair_keys, n_datasets))
+        pair_dataset = _numpy(_remainder(pair_keys, n_datasets))
+        run_last = _micros(runs.column("last_event_at")).take(run)
+        last = pc.max_element_wise(_micros(io.column("last_seen")), run_last, skip_nulls=True)
+        begin = pc.coalesce(_micros(io.column("first_seen")), last, 0)
+        states = io.column("lifecycle_states")
+        drop_only = pc.and_(
+            pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")
+        )
+        outputs = _numpy(pc.equal(io.column("direction"), "output"))
+        schema_code = _numpy(schemas(hashes))
+        schema_at = _numpy(pc.coalesce(_micros(io.column("last_seen")), _micros(io.column("first_seen")), 0))
+        dataset_code = _numpy(dataset)
+        schema_row = np.flatnonzero(schema_code > 0)
+        schema_row = schema_row[
+            np.lexsort((schema_code[schema_row], schema_at[schema_row], dataset_code[schema_row]))
+        ]
+        ended = _ended_runs(runs, jobs)
+        reads, writes = _numpy(pc.equal(io.column("direction"), "input")), outputs & ~_numpy(drop_only)
+        flows = _flows(pair_job, pair_dataset, np.unique(pair[reads]), np.unique(pair[writes]))
+        column_keys = _column_keys(edges, datasets, jobs)
+        column, _keys, first = _ids(column_keys)
+        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(first)
+        return cls(
+            begin=_numpy(begin),
+            end=_numpy(pc.coalesce(last, begin)),
+            run_last=_numpy(run_last),
+            edge=edge,
+            pair=pair,
+            reads=reads,
+            writes=writes,
+            outputs=outputs,
+            run=_numpy(run.cast(pa.int64())),
+            jobs=jobs,
+            datasets=datasets,
+            directions=directions,
+            schemas=schemas,
+            edge_keys=edge_keys,
+            edge_pair=edge_pair,
+            pair_keys=pair_keys,
+            pair_job=pair_job,
+            pair_dataset=pair_dataset,
+            schema_row=schema_row,
+            schema_dataset=dataset_code[schema_row],
+            schema_code=schema_code[schema_row],
+            ended=ended,
+            ended_job=_numpy(ended.column("job")),
+            ended_at=_numpy(ended.column("ended")),
+            ended_run_last=_numpy(ended.column("run_last")),
+            ended_state=_numpy(_Codes(ended.column("state"))(ended.column("state"))),
+            flow_read=flows["read"],
+            flow_write=flows["write"],
+            flow_source=flows["source"],
+            flow_target=flows["target"],
+            flow_keys=pa.array(
+                flows["source"] * (n_datasets * len(jobs)) + flows["target"] * len(jobs) + flows["job"],
+                pa.int64(),
+            ),
+            runs=len(run_ids),
+            facet_run=facet_run,
+            facet_code=facet_code,
+            facets=facets,
+            edge_facet=edge_facet,
+            edge_column=column,
+            column_rows=column_rows,
+            column_source=_numpy(datasets(column_rows.column("source_dataset_id"))),
+            column_target=_numpy(datasets(column_rows.column("target_dataset_id"))),
+        )
+
+
+def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, Any, Any, int]:
+    """The column-lineage facets some runs reported and their exploded edges: per ``column_facet_runs``
+    row of those runs, the run's position in ``run_ids`` and the facet's code (NumPy); the
+    ``column_facet_edges`` rows of those facets between datasets the store knows, and each one's facet
+    code; how many facets. None on a lake without those tables."""
+    import pyarrow.compute as pc
+
+    facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
+    edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
+    if facet_runs is None or edges is None:
+        facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
+    run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
+    known = pc.is_valid(run)
+    facet_runs, run = facet_runs.filter(known), run.filter(known)
+    # facet ids need no order: codes are their positions among the distinct ones
+    facets = _unique_values(facet_runs.column("_facet"))
+    facet = pc.index_in(edges.column("_facet"), value_set=facets)
+    # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
+    # and the facet tables are read whole.
+    ids = store.dataset_ids()
+    keep = pc.and_(
+        pc.is_valid(facet),
+        pc.and_(
+            pc.is_in(edges.column("source_dataset_id"), value_set=ids),
+            pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+        ),
+    )
+    return (
+        _numpy(run.cast("int64")),
+        _numpy(pc.index_in(facet_runs.column("_facet"), value_set=facets)),
+        edges.filter(keep),
+        _numpy(facet.filter(keep)),
+        len(facets),
+    )
+
+
+def _unique_values(values: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    distinct = pc.unique(values)
+    return distinct.combine_chunks() if isinstance(distinct, pa.ChunkedArray) else distinct
+
+
+def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
+    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code), ended,
+    run_last (µs), run_id, state."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    ended = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
+    terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
+    keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
+    table = pa.table(
+        {
+            "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
+            "ended": ended,
+            "run_last": _micros(runs.column("last_event_at")),
+            "run_id": runs.column("run_id"),
+            "state": runs.column("reported_state"),
+        }
+    ).filter(pc.fill_null(keep, False))
+    return table.sort_by([(c, "ascending") for c in ("job", "ended", "run_id", "state")])
+
+
+def _flows(pair_job: Any, pair_dataset: Any, read: Any, written: Any) -> dict[str, Any]:
+    """Every dataset edge through a job (a pair read and a pair written by one job, two datasets), sorted
+    by (source, target, job): NumPy arrays ``read``, ``write`` (pair ids), ``source``, ``target``, ``job``."""
+    import numpy as np
+    import pyarrow as pa
+
+    reads = pa.table({"job": pair_job[read], "read": read})
+    writes = pa.table({"job": pair_job[written], "write": written})
+    joined = reads.join(writes, "job", join_type="inner")
+    out = {name: _numpy(joined.column(name)) for name in ("job", "read", "write")}
+    out["source"], out["target"] = pair_dataset[out["read"]], pair_dataset[out["write"]]
+    keep = out["source"] != out["target"]
+    order = np.lexsort((out["job"][keep], out["target"][keep], out["source"][keep]))
+    return {name: values[keep][order] for name, values in out.items()}
+
+
+def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> Any:
+    """One int64 key per exploded column edge, ordered as (source, field, target, field, job) are: each
+    end (dataset, field) renumbered densely first, so that the key stays within 64 bits."""
+    import pyarrow as pa
+
+    fields = _Codes(edges.column("source_field"), edges.column("target_field"))
+    ends = [
+        pa.array(
+            _ids(
+                _combine(
+                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
+                    (fields(edges.column(f"{side}_field")), len(fields)),
+                )
+            )[0],
+            pa.int64(),
+        )
+        for side in ("source", "target")
+    ]
+    bound = max(len(edges), 1)
+    job = jobs(edges.column("job_namespace"), edges.column("job_name"))
+    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs)))
+
+
+@dataclass
+class Seen:
+    """What one window observed: bitmaps (NumPy booleans) over the job edge, pair (writers), flow and
+    column edge ids; each dataset's latest schema code and each job's latest ended run (its position in
+    :attr:`Observations.ended`), -1 for none."""
+
+    job_edges: Any
+    writers: Any
+    dataset_edges: Any
+    column_edges: Any
+    schemas: Any
+    outcomes: Any
+
+
+@dataclass
+class _Around:
+    """The walk a diff is limited to: bitmaps over dataset and job codes."""
+
+    datasets: Any
+    jobs: Any
+
+
+def _bits(size: int, ids: Any) -> Any:
+    import numpy as np
+
+    found = np.zeros(size, bool)
+    found[ids] = True
+    return found
+
+
+def _seen_in(obs: Observations, frame: Window, since: datetime, around: _Around | None = None) -> Seen:
+    """What the runs active in ``frame`` observed (runs with no event since ``since`` left out, as when
+    the rows were read), within a walk when ``around`` is given."""
+    import numpy as np
+
+    seen = (obs.begin < _at(frame.end)) & (obs.end >= _at(frame.start)) & (obs.run_last >= _at(since))
+    n_pairs, n_datasets, n_jobs = len(obs.pair_keys), len(obs.datasets), len(obs.jobs)
+    job_edges = _bits(len(obs.edge_keys), obs.edge[seen])
+    writers = _bits(n_pairs, obs.pair[seen & obs.writes])
+    read = _bits(n_pairs, obs.pair[seen & obs.reads])
+    flows = read[obs.flow_read] & writers[obs.flow_write]
+    # the column edges of the facets the window's writing runs reported
+    writing = _bits(obs.runs, obs.run[seen & obs.outputs])
+    facets = _bits(obs.facets, obs.facet_code[writing[obs.facet_run]])
+    column_edges = _bits(len(obs.column_rows), obs.edge_column[facets[obs.edge_facet]])
+    # each dataset's schema, as last reported: the last of its rows in (dataset, when, hash) order
+    rows = np.flatnonzero(seen[obs.schema_row])
+    last = rows[_last_of_runs(obs.schema_dataset[rows])]
+    schemas = np.full(n_datasets, -1, np.int64)
+    schemas[obs.schema_dataset[last]] = obs.schema_code[last]
+    # each job's latest run that ended in the window: the last of its runs in (job, ended, run, state) order
+    ended = np.flatnonzero(
+        (obs.ended_at >= _at(frame.start))
+        & (obs.ended_at < _at(frame.end))
+        & (obs.ended_run_last >= _at(since))
+    )
+    latest = ended[_last_of_runs(obs.ended_job[ended])]
+    outcomes = np.full(n_jobs, -1, np.int64)
+    outcomes[obs.ended_job[latest]] = latest
+    if around is not None:
+        walked_pair = around.datasets[obs.pair_dataset] & around.jobs[obs.pair_job]
+        job_edges &= walked_pair[obs.edge_pair]
+        writers &= walked_pair
+        flows &= around.datasets[obs.flow_source] & around.datasets[obs.flow_target]
+        column_edges &= around.datasets[obs.column_source] & around.datasets[obs.column_target]
+        schemas[~around.datasets] = -1
+        outcomes[~around.jobs] = -1
+    return Seen(job_edges, writers, flows, column_edges, schemas, outcomes)
+
+
+def observe(store: LineageStore, frames: Sequence[Window]) -> Observations:
+    """The observations windows need: the read index's, kept for its build, or else read for them."""
+    held = getattr(store, "diff_observations", None)
+    if held is not None:
+        return held
+    return Observations.read(store, min(w.start for w in frames), max(w.end for w in frames))
+
+
+def _split(before: Any, after: Any, limit: int | None) -> tuple[Any, Any, int, int]:
+    """The ids set in ``after`` and not in ``before``, and the reverse: the first ``limit`` of each in
+    order (every one when None), and how many in all."""
+    import numpy as np
+
+    appeared, stopped = np.flatnonzero(after & ~before), np.flatnonzero(before & ~after)
+    return appeared[:limit], stopped[:limit], len(appeared), len(stopped)
 
 
 def diff(
@@ -273,47 +698,114 @@ def diff(
     *,
     node: str | None = None,
     depth: int | None = None,
+    limit: int | None = DEFAULT_LIMIT,
 ) -> Diff:
     """What changed from ``base`` to ``current``; around ``node`` (any name), within ``depth`` hops of it
-    either way, when given."""
-    before, after = observe(store, [base, current])
+    either way, when given. The first ``limit`` changes of each kind are listed (all when None), every
+    change counted."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    obs = observe(store, [base, current])
+    n_datasets, n_directions, n_jobs = len(obs.datasets), len(obs.directions), len(obs.jobs)
+    around = None
     if node is not None:
-        root = store.resolve(node)
-        walk = store.traverse(root, BOTH, depth)
-        datasets = {n.dataset_id for n in walk.hops if n.kind == DATASET}
-        jobs = {(n.namespace, n.name) for n in walk.hops if n.kind == JOB}
-        for seen in (before, after):
-            _keep_around(seen, datasets, jobs)
-    changed = []
-    for dataset_id in sorted(set(before.schemas) & set(after.schemas)):
-        old, new = before.schemas[dataset_id][1], after.schemas[dataset_id][1]
-        if old != new:
-            changed.append((dataset_id, old, new))
-    fields = _fields(store, [h for _d, old, new in changed for h in (old, new)])
+        walk = store.traverse(store.resolve(node), BOTH, depth)
+        datasets = obs.datasets(pa.array([n.dataset_id for n in walk.hops if n.kind == DATASET], pa.string()))
+        jobs = [n for n in walk.hops if n.kind == JOB]
+        job_codes = obs.jobs(
+            pa.array([n.namespace for n in jobs], pa.string()), pa.array([n.name for n in jobs], pa.string())
+        )
+        walked_datasets = _bits(n_datasets, _numpy(datasets.filter(pc.greater(datasets, 0))))
+        around = _Around(datasets=walked_datasets, jobs=_bits(n_jobs, _numpy(job_codes.drop_null())))
+    since = min(base.start, current.start)
+    before, after = (_seen_in(obs, w, since, around) for w in (base, current))
+    counts: dict[str, Any] = {}
+
+    def split(kind: str, names: tuple[str, str] = ("appeared", "stopped")) -> tuple[Any, Any]:
+        appeared, stopped, n_appeared, n_stopped = _split(getattr(before, kind), getattr(after, kind), limit)
+        counts[kind] = {names[0]: n_appeared, names[1]: n_stopped}
+        return appeared, stopped
+
+    def job_edges(ids: Any) -> list[JobEdge]:
+        keys = obs.edge_keys.take(ids)
+        pair = pc.divide(keys, n_directions)
+        namespaces, names = obs.jobs.decode(pc.divide(pair, n_datasets))
+        datasets = obs.datasets.decode(_remainder(pair, n_datasets))
+        directions = obs.directions.decode(_remainder(keys, n_directions))
+        return list(zip(namespaces, names, datasets, directions, strict=True))
+
+    def writers(ids: Any) -> list[Writer]:
+        keys = obs.pair_keys.take(ids)
+        namespaces, names = obs.jobs.decode(pc.divide(keys, n_datasets))
+        return list(zip(namespaces, names, obs.datasets.decode(_remainder(keys, n_datasets)), strict=True))
+
+    def dataset_edges(ids: Any) -> list[DatasetEdge]:
+        keys = obs.flow_keys.take(ids)
+        namespaces, names = obs.jobs.decode(_remainder(keys, n_jobs))
+        ends = pc.divide(keys, n_jobs)
+        sources = obs.datasets.decode(pc.divide(ends, n_datasets))
+        targets = obs.datasets.decode(_remainder(ends, n_datasets))
+        return list(zip(sources, targets, namespaces, names, strict=True))
+
+    def column_edges(ids: Any) -> list[ColumnEdge]:
+        rows = obs.column_rows.take(ids)
+        return list(zip(*(rows.column(c).to_pylist() for c in COLUMN_EDGE_KEY), strict=True))
+
+    listed: dict[str, Any] = {
+        "job_edges": tuple(map(job_edges, split("job_edges"))),
+        "dataset_edges": tuple(map(dataset_edges, split("dataset_edges"))),
+        "column_edges": tuple(map(column_edges, split("column_edges"))),
+        "writers": tuple(map(writers, split("writers", ("started", "stopped")))),
+    }
+    # datasets whose latest reported schema differs (codes: in dataset order)
+    old, new = before.schemas, after.schemas
+    changed = np.flatnonzero((old >= 0) & (new >= 0) & (old != new))
+    counts["schemas"] = len(changed)
+    changed = changed[:limit]
+    found = list(
+        zip(
+            obs.datasets.decode(changed),
+            obs.schemas.decode(old[changed]),
+            obs.schemas.decode(new[changed]),
+            strict=True,
+        )
+    )
+    fields = _fields(store, [h for _d, old_hash, new_hash in found for h in (old_hash, new_hash)])
     schemas = [
-        (d, old, new, *_changed_fields(fields.get(old, []), fields.get(new, []))) for d, old, new in changed
+        (d, old_hash, new_hash, *_changed_fields(fields.get(old_hash, []), fields.get(new_hash, [])))
+        for d, old_hash, new_hash in found
     ]
-    outcomes = [
-        (ns, name, before.outcomes[(ns, name)], after.outcomes[(ns, name)])
-        for ns, name in sorted(set(before.outcomes) & set(after.outcomes))
-        if before.outcomes[(ns, name)][2] != after.outcomes[(ns, name)][2]
-    ]
+    # jobs whose latest run that ended in each window ended otherwise (codes: in job order)
+    old, new = before.outcomes, after.outcomes
+    both = np.flatnonzero((old >= 0) & (new >= 0))
+    moved = both[obs.ended_state[old[both]] != obs.ended_state[new[both]]]
+    counts["outcomes"] = len(moved)
+    moved = moved[:limit]
+    namespaces, names = obs.jobs.decode(moved)
+    sides = []
+    for rows in (old[moved], new[moved]):
+        runs = obs.ended.take(rows)
+        sides.append(
+            list(
+                zip(
+                    _times(runs.column("ended")),
+                    runs.column("run_id").to_pylist(),
+                    runs.column("state").to_pylist(),
+                    strict=True,
+                )
+            )
+        )
     return Diff(
         base=base,
         current=current,
-        job_edges=_split(before.job_edges, after.job_edges),
-        dataset_edges=_split(before.dataset_edges, after.dataset_edges),
-        column_edges=_split(before.column_edges, after.column_edges),
-        writers=_split(before.writers, after.writers),
+        job_edges=listed["job_edges"],
+        dataset_edges=listed["dataset_edges"],
+        column_edges=listed["column_edges"],
+        writers=listed["writers"],
         schemas=schemas,
-        outcomes=outcomes,
+        outcomes=list(zip(namespaces, names, *sides, strict=True)),
+        counts=counts,
+        limit=limit,
     )
-
-
-def _keep_around(seen: Observed, datasets: set[str | None], jobs: set[tuple[str, str]]) -> None:
-    seen.job_edges = {e for e in seen.job_edges if e[2] in datasets and (e[0], e[1]) in jobs}
-    seen.writers = {e for e in seen.writers if e[2] in datasets and (e[0], e[1]) in jobs}
-    seen.dataset_edges = {e for e in seen.dataset_edges if e[0] in datasets and e[1] in datasets}
-    seen.column_edges = {e for e in seen.column_edges if e[0] in datasets and e[2] in datasets}
-    seen.schemas = {d: s for d, s in seen.schemas.items() if d in datasets}
-    seen.outcomes = {j: o for j, o in seen.outcomes.items() if j in jobs}

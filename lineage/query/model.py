@@ -50,6 +50,11 @@ class LineageModel(LakeTables):
         columns = (self._dataset_columns.column(c).to_pylist() for c in DATASET_KEY)
         return {i: Node(DATASET, ns, n, i) for i, ns, n in zip(*columns, strict=True)}
 
+    def dataset_ids(self) -> Any:
+        """The ids of the datasets this store holds (a scoped key's store: those it may see), as an Arrow
+        array."""
+        return self._dataset_columns.column("dataset_id").combine_chunks()
+
     def nodes_of(self, dataset_ids: Iterable[str]) -> dict[str, Node]:
         """The dataset nodes of some ids (unknown ids left out), without building :attr:`dataset_nodes` for
         every dataset of the estate when it is not built yet."""

@@ -22,8 +22,8 @@ from aiohttp import web
 
 from lineage.graph.render import FORMATS
 from lineage.query import answers, versions
+from lineage.query.diff import DEFAULT_LIMIT, windows
 from lineage.query.diff import diff as diff_windows
-from lineage.query.diff import windows
 from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.health import health_of
 from lineage.query.nodes import (
@@ -642,10 +642,12 @@ async def dataset_history(request: web.Request) -> web.Response:
 
 async def lineage_diff(request: web.Request) -> web.Response:
     """What changed between two windows, as ``lineage diff --json``: ``from``, ``to``, ``base_from``,
-    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops; ``format=html`` the
-    graph page of the changes (``lineage diff --graph``)."""
+    ``base_to`` (the CLI's defaults), optionally around ``node`` within ``depth`` hops; every change
+    counted, the first ``limit`` of each kind listed (default 20, ``all=true``: every one); ``format=html``
+    the graph page of the changes listed (``lineage diff --graph``)."""
     node = request.query.get("node") or None
     depth = _int(request, "depth", None)
+    limit = None if _bool(request, "all", False) else _int(request, "limit", DEFAULT_LIMIT, minimum=0)
     fmt = _choice(request, "format", ("json", "html"))
 
     def work(store: IndexedStore) -> Any:
@@ -656,10 +658,10 @@ async def lineage_diff(request: web.Request) -> web.Response:
             _time(request, "base_to"),
         )
         if fmt == "json":
-            return answers.diff_of(store, base, current, node, depth)
+            return answers.diff_of(store, base, current, node, depth, limit)
         from lineage.graph.render import render
 
-        changes = diff_windows(store, base, current, node=node, depth=depth)
+        changes = diff_windows(store, base, current, node=node, depth=depth, limit=limit)
         page = render(answers.diff_graph(store, changes, node), "html")
         return web.Response(text=page, content_type="text/html", charset="utf-8")
 

@@ -104,4 +104,6 @@ def test_answer_size_counts_versions_causes_or_every_change() -> None:
         "outcomes": [],
     }
     assert answer_size(diff) == 4
+    counted = {**diff, "counts": {"edges": {"appeared": 10, "stopped": 2}, "schemas": 1, "outcomes": 0}}
+    assert answer_size(counted) == 13  # every change, listed or not
     assert answer_size([]) == 0

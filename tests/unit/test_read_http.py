@@ -310,3 +310,28 @@ def test_diff_of_two_windows_and_a_bad_window(tmp_path: Path) -> None:
     }
     assert near["node"]["label"] == "ns/legacy" and near["depth"] == 1
     assert "must end after it starts" in refused["error"]["message"]
+
+
+def test_a_diff_lists_the_first_changes_of_each_kind_unless_all_are_asked_for(tmp_path: Path) -> None:
+    from tests.unit.test_query_diff import NOW, ago
+    from tests.unit.test_query_diff import store as diff_store
+
+    window = f"from={quote(ago(24).isoformat())}&to={quote(NOW.isoformat())}"
+    (ok, first), (also, whole), (bad, refused) = asyncio.run(
+        _ask(
+            settings(tmp_path),
+            diff_store(),
+            (f"/api/v2/diff?{window}&limit=1", {}),
+            (f"/api/v2/diff?{window}&limit=1&all=true", {}),
+            (f"/api/v2/diff?{window}&limit=-1", {}),
+        )
+    )
+    assert (ok, also, bad) == (200, 200, 400)
+    assert first["limit"] == 1 and whole["limit"] is None
+    assert first["counts"] == whole["counts"] and first["counts"]["job_edges"] == {
+        "appeared": 3,
+        "stopped": 2,
+    }
+    assert first["job_edges"]["appeared"] == whole["job_edges"]["appeared"][:1]
+    assert len(whole["job_edges"]["appeared"]) == 3
+    assert "limit must be >= 0" in refused["error"]["message"]
