@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -172,10 +172,6 @@ def history_questions(estate: Estate) -> list[HistoryQuestion]:
     ]
 
 
-# The whole-lake diff answers in about a minute at tier M (its answer lists tens of megabytes of changes):
-# a few timed runs of it, not ``runs``, so that a sitting ends.
-SLOW_QUESTIONS = ("diff, whole lake",)
-SLOW_RUNS = 3
 
 
 def answer_size(answer: Any) -> int:
@@ -273,9 +269,7 @@ def run_history(ctx: QueryContext) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for question in history_questions(ctx.estate):
         command = [str(script), *question.args, "--json"]
-        slow = question.label in SLOW_QUESTIONS
-        timed_ctx = replace(ctx, runs=min(ctx.runs, SLOW_RUNS)) if slow else ctx
-        answer, first_s, timed = measure_command(timed_ctx, command, f"history-{len(rows)}")
+        answer, first_s, timed = measure_command(ctx, command, f"history-{len(rows)}")
         rows.append(
             {"query": question.label, "node": question.node, "why": question.why, "args": question.args}
             | {"entries": answer_size(answer), "first_s": round(first_s, 3), **timed}

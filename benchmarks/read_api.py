@@ -23,8 +23,6 @@ from typing import Any
 from benchmarks.queries import (
     DEPTHS,
     DIRECTIONS,
-    SLOW_QUESTIONS,
-    SLOW_RUNS,
     QueryContext,
     _name,
     answer_size,
@@ -210,8 +208,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
             row["name"], row["node"] = row["node"], which[row["node"]]
         marquez = measure_paths(port, marquez_paths(ctx.estate, nodes), MARQUEZ_RUNS)
         paths = history_paths(ctx.estate)
-        history = measure_paths(port, [p for p in paths if p[0] not in SLOW_QUESTIONS], runs)
-        history += measure_paths(port, [p for p in paths if p[0] in SLOW_QUESTIONS], SLOW_RUNS)
+        history = measure_paths(port, paths, runs)
         return {
             "status": "ok",
             "ready_s": round(time.monotonic() - started, 2),
