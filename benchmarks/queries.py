@@ -172,8 +172,6 @@ def history_questions(estate: Estate) -> list[HistoryQuestion]:
     ]
 
 
-
-
 def answer_size(answer: Any) -> int:
     """How many entries an answer lists: versions, health causes, or every change of a diff."""
     if not isinstance(answer, dict):
