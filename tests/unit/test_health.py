@@ -304,6 +304,21 @@ def test_health_of_a_job_is_its_last_run_and_its_upstream() -> None:
     assert (agg["state"], agg["upstream"]) == (OK, FAILING)
 
 
+def test_health_reads_the_runs_of_its_datasets_and_jobs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = picture()
+    reads: list[str] = []
+    arrow = s.arrow
+
+    def counted(table: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(table)
+        return arrow(table, *args, **kwargs)
+
+    monkeypatch.setattr(s, "arrow", counted)
+    answer = health_of(s, "s3://lake/report", NOW)
+    assert reads.count("runs") == 1
+    assert answer == health_of(picture(), "s3://lake/report", NOW)
+
+
 def test_an_unknown_node_is_one_clear_error() -> None:
     with pytest.raises(LookupError_):
         health_of(picture(), "s3://lake/nowhere", NOW)
