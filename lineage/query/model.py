@@ -79,12 +79,17 @@ class LineageModel(LakeTables):
         return found
 
     @cached_property
-    def job_keys(self) -> set[tuple[str, str]]:
+    def _job_columns(self) -> Any:
+        """The key columns of ``jobs`` (an estate without jobs or datasets is one clear error)."""
         table = self.arrow("jobs", ("job_namespace", "job_name"))
-        found = set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
-        if not found and not len(self._dataset_columns):
+        if not len(table) and not len(self._dataset_columns):
             raise LookupError_("the lineage tables are empty: nothing has been ingested and built yet")
-        return found
+        return table
+
+    @cached_property
+    def job_keys(self) -> set[tuple[str, str]]:
+        table = self._job_columns
+        return set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
     @cached_property
     def parent_jobs(self) -> dict[tuple[str, str], tuple[str, str]]:
