@@ -63,11 +63,12 @@ def impact_of(store: LineageStore, target: str, depth: int | None, as_of: dateti
 
 def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
     """One run with its children and datasets, as ``lineage run --json``."""
-    row = store.run(run_id)
-    read, written = history.run_versions_io(store, row["run_id"])
+    row, children = store.run_and_children(run_id)
+    io_rows = store.run_datasets(row["run_id"])
+    read, written = history.run_versions(store, row["run_id"], io_rows)
     return {
         **run_json(row),
-        "children": [run_json(c) for c in store.children(row["run_id"])],
+        "children": [run_json(c) for c in children],
         "dependencies": run_dependencies(store, row),
         "datasets": [
             {
@@ -77,7 +78,7 @@ def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
                 "first_seen": iso(d["first_seen"]),
                 "last_seen": iso(d["last_seen"]),
             }
-            for d in store.run_datasets(row["run_id"])
+            for d in io_rows
         ],
         "versions_read": [version_read_json(r) for r in read],
         "versions_written": [version_json(v) for v in written],

@@ -59,26 +59,23 @@ class RunQueries(NameResolution):
 
     def run(self, run_id: str, now: datetime | None = None) -> dict:
         """One run by id or unique prefix, as of ``now`` (:func:`liveness.as_of`)."""
-
-        text = run_id.strip().lower()
-        if not re.fullmatch(r"[0-9a-f-]{4,36}", text):
-            raise LookupError_(f"not a run id: {run_id!r} (expected a UUID or a unique prefix of one)")
+        text = _run_text(run_id)
         ex = expressions()
-        match = ex.EqualTo("run_id", text) if len(text) == 36 else ex.StartsWith("run_id", text)
-        rows = self.rows("runs", row_filter=match)
-        if not rows:
-            raise UnknownNode(f"unknown run {run_id!r}")
-        if len(rows) > 1:
-            raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
-        return liveness.as_of(rows[0], now)
+        return _one_run(self.rows("runs", row_filter=_run_match(ex, "run_id", text)), run_id, now)
 
     def children(self, run_id: str, now: datetime | None = None) -> list[dict]:
         ex = expressions()
-        at = now or datetime.now(UTC)
-        rows = [
-            liveness.as_of(r, at) for r in self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id))
-        ]
-        return sorted(rows, key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH)
+        return _children(self.rows("runs", row_filter=ex.EqualTo("parent_run_id", run_id)), now)
+
+    def run_and_children(self, run_id: str, now: datetime | None = None) -> tuple[dict, list[dict]]:
+        """:meth:`run` and its :meth:`children` from one scan of ``runs`` (a run's answer shows both; each
+        scan reads every column of every run)."""
+        text = _run_text(run_id)
+        ex = expressions()
+        either = ex.Or(_run_match(ex, "run_id", text), _run_match(ex, "parent_run_id", text))
+        rows = self.rows("runs", row_filter=either)
+        found = _one_run([r for r in rows if _matches(r["run_id"], text)], run_id, now)
+        return found, _children([r for r in rows if r["parent_run_id"] == found["run_id"]], now)
 
     def run_datasets(self, run_id: str) -> list[dict]:
         return self.runs_datasets([run_id]).get(run_id, [])
@@ -100,3 +97,36 @@ class RunQueries(NameResolution):
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _run_text(run_id: str) -> str:
+    """A run id or prefix as stored (lower case), or one clear error."""
+    text = run_id.strip().lower()
+    if not re.fullmatch(r"[0-9a-f-]{4,36}", text):
+        raise LookupError_(f"not a run id: {run_id!r} (expected a UUID or a unique prefix of one)")
+    return text
+
+
+def _run_match(ex: Any, column: str, text: str) -> Any:
+    """The row filter of a run id (36 characters) or of a prefix of one, on ``column``."""
+    return ex.EqualTo(column, text) if len(text) == 36 else ex.StartsWith(column, text)
+
+
+def _matches(value: str | None, text: str) -> bool:
+    """What :func:`_run_match` picks, for one value."""
+    return value is not None and (value == text if len(text) == 36 else value.startswith(text))
+
+
+def _one_run(rows: list[dict], run_id: str, now: datetime | None) -> dict:
+    if not rows:
+        raise UnknownNode(f"unknown run {run_id!r}")
+    if len(rows) > 1:
+        raise LookupError_(f"run id prefix {run_id!r} matches {len(rows)} runs; give more characters")
+    return liveness.as_of(rows[0], now)
+
+
+def _children(rows: list[dict], now: datetime | None) -> list[dict]:
+    at = now or datetime.now(UTC)
+    return sorted(
+        (liveness.as_of(r, at) for r in rows), key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH
+    )
