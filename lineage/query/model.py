@@ -19,6 +19,7 @@ COLUMN_EDGE_KEY = (
     "job_namespace",
     "job_name",
 )
+COLUMN_EDGE_COLUMNS = (*COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
 DATASET_KEY = ("dataset_id", "namespace", "name")
 SUMMARY_COLUMNS = (
     "job_namespace",
@@ -155,8 +156,7 @@ class LineageModel(LakeTables):
 
     @cached_property
     def column_edge_rows(self) -> list[dict]:
-        cols = (*COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
-        return self.rows("column_edges", cols)
+        return self.rows("column_edges", COLUMN_EDGE_COLUMNS)
 
     @cached_property
     def job_dependency_rows(self) -> list[dict]:
