@@ -12,7 +12,7 @@ from lineage.query.errors import LookupError_, UnknownNode
 from lineage.query.names import NameResolution
 from lineage.query.nodes import JOB
 from lineage.query.params import Tag, has_tag
-from lineage.query.tables import expressions
+from lineage.query.tables import clamped_times, expressions, python_rows
 
 
 class RunQueries(NameResolution):
@@ -43,18 +43,25 @@ class RunQueries(NameResolution):
         if since is not None:
             expr = ex.And(expr, ex.GreaterThanOrEqual("last_event_at", since.isoformat()))
         at = now or datetime.now(UTC)
-        rows = [liveness.as_of(r, at) for r in self.rows("runs", row_filter=expr)]
-        if wanted:
-            rows = [r for r in rows if r["inferred_state"] in wanted]
-        if tags:
-            # A run carries a tag when its own tags facet or its job's has it.
-            rows = [
-                r
-                for r in rows
-                if has_tag(r.get("tags"), tags)
-                or has_tag(self.jobs.get((r["job_namespace"], r["job_name"]), {}).get("tags"), tags)
-            ]
-        rows.sort(key=lambda r: r["started_at"] or r["last_event_at"] or _EPOCH, reverse=True)
+        table = self.arrow("runs", None, expr)
+        newest_first = _newest_first(table)
+        rows: list[dict] = []
+        # Sorted first, made into dicts a chunk at a time, so that the first page of a lake's runs (400,000 at
+        # tier M) does not make a dict of every run; the filters are per run, so the order is unchanged.
+        for start in range(0, len(newest_first), _CHUNK):
+            for row in python_rows(table.take(newest_first.slice(start, _CHUNK))):
+                run = liveness.as_of(row, at)
+                if wanted and run["inferred_state"] not in wanted:
+                    continue
+                # A run carries a tag when its own tags facet or its job's has it.
+                if tags and not (
+                    has_tag(run.get("tags"), tags)
+                    or has_tag(self.jobs.get((run["job_namespace"], run["job_name"]), {}).get("tags"), tags)
+                ):
+                    continue
+                rows.append(run)
+            if limit and len(rows) >= limit:
+                break
         return rows[:limit] if limit else rows
 
     def run(self, run_id: str, now: datetime | None = None) -> dict:
@@ -97,6 +104,20 @@ class RunQueries(NameResolution):
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CHUNK = 1000
+
+
+def _newest_first(table: Any) -> Any:
+    """The positions of ``runs`` rows by start (else last event, else never) newest first, ties in table
+    order (a stable sort, as Python's of the same key)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not table.num_rows:
+        return pa.array([], pa.uint64())
+    started, last = (clamped_times(table.column(c)) for c in ("started_at", "last_event_at"))
+    key = pc.coalesce(started, last, pa.scalar(_EPOCH, started.type))
+    return pc.sort_indices(pa.table({"key": key}), sort_keys=[("key", "descending")])
 
 
 def _run_text(run_id: str) -> str:

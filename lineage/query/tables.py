@@ -158,6 +158,12 @@ def python_values(column: Any) -> list[Any]:
     ``9999-12-31T23:59:59-01:00``, landed before ingestion bounded eventTime); such a value reads as
     ``datetime.max`` (or ``datetime.min``) instead of failing the whole command.
     """
+    return clamped_times(column).to_pylist()
+
+
+def clamped_times(column: Any) -> Any:
+    """A timestamp column with its times beyond Python's range clamped to it (:func:`python_values`), in
+    microseconds; any other column as it is."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -169,8 +175,8 @@ def python_values(column: Any) -> list[Any]:
         clamped = pc.min_element_wise(
             pc.max_element_wise(ints, _PY_MIN_MICROS, skip_nulls=False), _PY_MAX_MICROS, skip_nulls=False
         )
-        column = clamped.cast(micros)
-    return column.to_pylist()
+        return clamped.cast(micros)
+    return column
 
 
 def python_rows(table: Any) -> list[dict[str, Any]]:

@@ -57,3 +57,18 @@ def test_an_ambiguous_prefix_and_an_unknown_run_are_clear_errors() -> None:
         _store().run_and_children("dddd0000")
     with pytest.raises(LookupError_, match="not a run id"):
         _store().run_and_children("xyz")
+
+
+def test_runs_come_newest_first_and_a_page_stops_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sorted before they are made into dicts, a chunk at a time: the same page as sorting every run."""
+    from lineage.query import runs as runs_module
+
+    monkeypatch.setattr(runs_module, "_CHUNK", 2)
+    store = _store()
+    every = store.runs(now=T0)
+    assert [r["run_id"] for r in every] == [
+        "cccc0000-0000-4000-8000-000000000003", OTHER, CHILDREN[0], CHILDREN[1], PARENT
+    ]  # fmt: skip
+    assert store.runs(now=T0, limit=3) == every[:3]
+    assert store.runs(now=T0, limit=2, states=["COMPLETE"]) == every[:2]
+    assert store.runs(now=T0, states=["FAIL"]) == []
