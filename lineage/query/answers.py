@@ -347,6 +347,10 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     nodes = []
     health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
     column_tags = store.column_tags_of(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
+    dataset_ids = [n.dataset_id or "" for n in walk.hops if n.kind == DATASET]
+    job_keys = [(n.namespace, n.name) for n in walk.hops if n.kind == JOB]
+    rows, aliases = store.datasets_of(dataset_ids), store.aliases_for(dataset_ids)
+    summaries, jobs = store.job_summaries_of(job_keys), store.jobs_of(job_keys)
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         entry: dict[str, Any] = {
             "id": node.id,
@@ -360,8 +364,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
             "details": {},
         }
         if node.kind == JOB:
-            summary = store.job_summary.get((node.namespace, node.name), {})
-            job = store.jobs.get((node.namespace, node.name), {})
+            summary = summaries.get((node.namespace, node.name), {})
+            job = jobs.get((node.namespace, node.name), {})
             entry["state"] = summary.get("last_run_state")
             entry["details"] = {
                 "latest run": summary.get("last_run_id"),
@@ -375,14 +379,14 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         else:
             own = health.get(node.dataset_id or "")
             entry["health"] = own.state if own else None
-            row = store.datasets.get(node.dataset_id or "", {})
+            row = rows.get(node.dataset_id or "", {})
             entry["fields"] = [
                 {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
             ]
             entry["details"] = {
                 "aliases": sorted(
                     f"{a['alias_namespace']}/{a['alias_name']} ({a['alias_kind']})"
-                    for a in store.aliases_of.get(node.dataset_id or "", [])
+                    for a in aliases.get(node.dataset_id or "", [])
                     if (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
                 ),
                 "first seen": iso(row.get("first_seen")),
@@ -404,9 +408,15 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
     edges += [dependency_json(*link) for link in links]
     column_edges = []
+    ends = store.nodes_of(
+        e[k]
+        for e in walk.column_edges
+        for k in ("source_dataset_id", "target_dataset_id")
+        if e[k] is not None
+    )
     for edge in walk.column_edges:
-        source = store.dataset_nodes.get(edge["source_dataset_id"])
-        target = store.dataset_nodes.get(edge["target_dataset_id"])
+        source = ends.get(edge["source_dataset_id"])
+        target = ends.get(edge["target_dataset_id"])
         if source is None or target is None or source not in walk.hops or target not in walk.hops:
             continue
         if edge["source_field"] is None or edge["target_field"] is None:  # dataset-level (INDIRECT) edge

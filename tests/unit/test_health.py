@@ -378,6 +378,18 @@ def test_the_graph_input_gives_each_dataset_its_health() -> None:
     assert "health" not in nodes["job:etl/load"]
 
 
+def test_the_graph_input_reads_only_its_nodes_rows_and_answers_as_a_warm_store() -> None:
+    cold, warm = picture(), picture().warm()  # warm: every dict of the estate built (the read API)
+    answers = []
+    for s in (cold, warm):
+        walk = s.traverse(s.resolve("s3://lake/report"), UPSTREAM, None, columns=True)
+        answer = graph_dict(s, walk)
+        answer.pop("generated_at")
+        answers.append(answer)
+    assert answers[0] == answers[1]
+    assert not {"datasets", "jobs", "job_summary", "aliases_of", "dataset_nodes"} & set(cold.__dict__)
+
+
 def test_the_read_api_answers_health_as_the_cli(tmp_path: Path) -> None:
     s = picture()
     [(status, answer), (missing, error)] = asyncio.run(
