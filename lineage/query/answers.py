@@ -191,7 +191,8 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
             {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
             for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
         ]
-        data["column_edges"] = [column_edge_json(store, e) for e in walk.column_edges]
+        ends = store.column_edge_ends(walk.column_edges)
+        data["column_edges"] = [column_edge_json(e, ends) for e in walk.column_edges]
     return data
 
 
@@ -211,9 +212,10 @@ def dependency_json(upstream: Node, downstream: Node, source: str) -> dict[str, 
     return {"source": upstream.id, "target": downstream.id, "kind": "dependency", "via": source}
 
 
-def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any]:
-    source = store.dataset_nodes.get(edge["source_dataset_id"])
-    target = store.dataset_nodes.get(edge["target_dataset_id"])
+def column_edge_json(edge: dict[str, Any], ends: dict[str, Node]) -> dict[str, Any]:
+    """A column edge's JSON; ``ends``: its datasets' nodes (:meth:`LineageModel.column_edge_ends`)."""
+    source = ends.get(edge["source_dataset_id"])
+    target = ends.get(edge["target_dataset_id"])
     return {
         "source": source.label if source else edge["source_dataset_id"],
         "source_field": edge["source_field"] or WHOLE_DATASET,
@@ -408,12 +410,7 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
     edges += [dependency_json(*link) for link in links]
     column_edges = []
-    ends = store.nodes_of(
-        e[k]
-        for e in walk.column_edges
-        for k in ("source_dataset_id", "target_dataset_id")
-        if e[k] is not None
-    )
+    ends = store.column_edge_ends(walk.column_edges)
     for edge in walk.column_edges:
         source = ends.get(edge["source_dataset_id"])
         target = ends.get(edge["target_dataset_id"])

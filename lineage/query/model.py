@@ -82,6 +82,11 @@ class LineageModel(LakeTables):
             found.setdefault(row[2], []).append(dict(zip(columns, row, strict=True)))
         return found
 
+    def column_edge_ends(self, edges: Iterable[dict]) -> dict[str, Node]:
+        """The dataset nodes at either end of some column edges (those the estate knows)."""
+        ends = ("source_dataset_id", "target_dataset_id")
+        return self.nodes_of(e[k] for e in edges for k in ends if e[k] is not None)
+
     @cached_property
     def _alias_columns(self) -> Any:
         return self.arrow("dataset_aliases", ("alias_namespace", "alias_name", "dataset_id", "alias_kind"))

@@ -94,8 +94,10 @@ class RunQueries(NameResolution):
         if not run_ids:
             return found
         match = ex.EqualTo("run_id", run_ids[0]) if len(run_ids) == 1 else ex.In("run_id", list(run_ids))
-        for row in self.rows("run_io", row_filter=match):
-            node = self.dataset_nodes.get(row["dataset_id"])
+        rows = self.rows("run_io", row_filter=match)
+        nodes = self.nodes_of(r["dataset_id"] for r in rows if r["dataset_id"] is not None)
+        for row in rows:
+            node = nodes.get(row["dataset_id"])
             row["dataset"] = node.label if node else row["dataset_id"]
             found.setdefault(row["run_id"], []).append(row)
         for rows in found.values():
