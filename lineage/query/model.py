@@ -185,13 +185,14 @@ class LineageModel(LakeTables):
     def _job_rows(
         self, table: str, columns: tuple[str, ...] | None, keys: Iterable[tuple[str, str]]
     ) -> dict[tuple[str, str], dict]:
+        """Some jobs' rows of ``table`` (``jobs`` or ``job_summary``): from the store's dict of that name when
+        it is loaded, else one filtered read."""
         wanted = set(keys)
-        loaded = "jobs" if table == "jobs" else "job_summary"
-        if loaded in self.__dict__ or not wanted:
-            every = getattr(self, loaded)
+        if table in self.__dict__ or not wanted:
+            every = getattr(self, table)
             return {k: every[k] for k in wanted if k in every}
         if table == "jobs":
-            self.job_keys  # noqa: B018 -- the emptiness check :attr:`jobs` makes
+            self._job_columns  # noqa: B018 -- the emptiness check :attr:`jobs` makes
         names = sorted({name for _, name in wanted})
         rows = self.rows(table, columns, expressions().In("job_name", names))
         return {k: r for r in rows if (k := (r["job_namespace"], r["job_name"])) in wanted}
