@@ -215,7 +215,7 @@ class KeyIndex:
         values = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         self._order = pc.array_sort_indices(values)  # nulls last
         runs = pc.run_end_encode(values.take(self._order))
-        self._ends = runs.run_ends.to_pylist()
+        self._ends = runs.run_ends.to_numpy()  # not a list: a Python int per run is 28 bytes more
         self._run_of = {value: i for i, value in enumerate(runs.values.to_pylist()) if value is not None}
 
     def positions(self, values: Iterable[str]) -> Any:
@@ -226,8 +226,8 @@ class KeyIndex:
         for value in set(values):
             run = self._run_of.get(value)
             if run is not None:
-                start = self._ends[run - 1] if run else 0
-                picked.append(self._order.slice(start, self._ends[run] - start))
+                start = int(self._ends[run - 1]) if run else 0
+                picked.append(self._order.slice(start, int(self._ends[run]) - start))
         if not picked:
             return pa.array([], self._order.type)
         return pa.concat_arrays(picked).sort()
