@@ -58,10 +58,10 @@ def test_a_keyed_filter_answers_what_a_pass_over_every_row_answers(row_filter: A
 
 
 def test_positions_are_in_table_order_and_leave_nulls_out() -> None:
-    index = KeyIndex(RUN_IO.column("dataset_id"))
+    index = KeyIndex(RUN_IO, "dataset_id")
     assert index.positions(["b", "a"]).to_pylist() == [0, 1, 2, 4, 5]
     assert index.positions([]).to_pylist() == []
-    assert KeyIndex(RUN_IO.column("run_id")).positions(["r1"]).to_pylist() == [0, 3]
+    assert KeyIndex(RUN_IO, "run_id").positions(["r1"]).to_pylist() == [0, 3]
 
 
 def test_an_index_is_built_on_first_use_and_kept() -> None:
