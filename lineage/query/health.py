@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, JOB, UPSTREAM, Node, Traversal
-from lineage.query.tables import expressions
+from lineage.query.tables import expressions, python_rows
 from lineage.query.walks import Walks
 
 if TYPE_CHECKING:
@@ -122,12 +122,9 @@ class HealthQueries(Walks):
         only dropped a dataset did not write it)."""
         if not ids:
             return []
-        ex = expressions()
-        writes = self.rows(
-            "run_io",
-            ("run_id", "dataset_id", "last_seen", "lifecycle_states"),
-            ex.And(ex.EqualTo("direction", "output"), ex.In("dataset_id", ids)),
-        )
+        output = expressions().EqualTo("direction", "output")
+        columns = ("run_id", "dataset_id", "last_seen", "lifecycle_states")
+        writes = python_rows(self.arrow_where("run_io", columns, "dataset_id", ids, output))
         return [w for w in writes if list(w.get("lifecycle_states") or []) != ["DROP"]]
 
     def _runs_as_of(self, run_ids: Iterable[str], at: datetime) -> dict[str, dict[str, Any]]:
@@ -136,15 +133,15 @@ class HealthQueries(Walks):
         if not ids:
             return {}
         return {
-            r["run_id"]: as_of(r, at) for r in self.rows("runs", RUN_COLUMNS, expressions().In("run_id", ids))
+            r["run_id"]: as_of(r, at)
+            for r in python_rows(self.arrow_where("runs", RUN_COLUMNS, "run_id", ids))
         }
 
     def _latest_assertions(self, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """dataset id -> the latest result of each (column, assertion), by check time; a failure wins a
         tie. A lake built before ``quality_results`` existed has none."""
-        ex = expressions()
         try:
-            rows = self.rows("quality_results", QUALITY_COLUMNS, ex.In("dataset_id", ids))
+            rows = python_rows(self.arrow_where("quality_results", QUALITY_COLUMNS, "dataset_id", ids))
         except LookupError_ as exc:
             if "does not exist" in str(exc) or "not held" in str(exc):
                 return {}

@@ -71,6 +71,20 @@ class LakeTables:
         """Rows of ``lineage.<table>`` as dicts (optionally only some columns, filtered by pyiceberg)."""
         return python_rows(self.arrow(table, columns, row_filter))
 
+    def arrow_where(
+        self,
+        table: str,
+        columns: Sequence[str] | None,
+        key: str,
+        values: Iterable[str],
+        row_filter: Any = None,
+    ) -> Any:
+        """:meth:`arrow` of the rows whose ``key`` is one of ``values`` (and that pass ``row_filter``): an
+        ``In`` filter here; the read index looks them up by key (lineage.serve.index.KeyIndex)."""
+        ex = expressions()
+        match = ex.In(key, sorted(set(values)))
+        return self.arrow(table, columns, match if row_filter is None else ex.And(row_filter, match))
+
     def table(self, table: str) -> Any:
         """The pyiceberg table ``lineage.<table>`` at its current metadata."""
         return self.open_table(self.settings.catalog.lineage_namespace, table)

@@ -106,6 +106,27 @@ class IndexedStore(LineageStore):
             data = data.filter(expression_to_pyarrow(bound))
         return data.select(list(columns)) if columns else data
 
+    def arrow_where(
+        self,
+        table: str,
+        columns: Sequence[str] | None,
+        key: str,
+        values: Iterable[str],
+        row_filter: Any = None,
+    ) -> Any:
+        if key not in KEYED_COLUMNS.get(table, ()) or table not in self._tables:
+            return super().arrow_where(table, columns, key, values, row_filter)
+        # No In expression is made: for the 700 runs of a health answer at tier M, making and binding one
+        # took 13 ms of its 30.
+        data = self.key_index(table, key).rows(values)
+        if row_filter is not None:
+            from pyiceberg.expressions.visitors import bind
+            from pyiceberg.io.pyarrow import expression_to_pyarrow
+
+            bound = bind(self._schema(table), row_filter, case_sensitive=True)
+            data = data.filter(expression_to_pyarrow(bound))
+        return data.select(list(columns)) if columns else data
+
     def _keyed(self, table: str, row_filter: Any) -> tuple[Any, Any]:
         """(the rows one term of ``row_filter`` picks by a :data:`KEYED_COLUMNS` column, in table order; the
         rest of the filter, None when nothing is left), or (None, ``row_filter``) when no term does. A term

@@ -307,13 +307,18 @@ def test_health_of_a_job_is_its_last_run_and_its_upstream() -> None:
 def test_health_reads_the_runs_of_its_datasets_and_jobs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     s = picture()
     reads: list[str] = []
-    arrow = s.arrow
+    arrow, arrow_where = s.arrow, s.arrow_where
 
     def counted(table: str, *args: Any, **kwargs: Any) -> Any:
         reads.append(table)
         return arrow(table, *args, **kwargs)
 
+    def counted_where(table: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(table)
+        return arrow_where(table, *args, **kwargs)
+
     monkeypatch.setattr(s, "arrow", counted)
+    monkeypatch.setattr(s, "arrow_where", counted_where)
     answer = health_of(s, "s3://lake/report", NOW)
     assert reads.count("runs") == 1
     assert answer == health_of(picture(), "s3://lake/report", NOW)

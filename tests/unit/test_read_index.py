@@ -72,3 +72,24 @@ def test_an_index_is_built_on_first_use_and_kept() -> None:
     first = store.key_index("run_io", "run_id")
     store.arrow("run_io", None, ex.In("run_id", ["r2", "r3"]))
     assert store.key_index("run_io", "run_id") is first
+
+
+@pytest.mark.parametrize(
+    ("key", "values", "row_filter"),
+    [
+        ("dataset_id", ["a", "b"], None),
+        ("dataset_id", ["a", "b"], ex.EqualTo("direction", "output")),
+        ("run_id", ["r1", "r3", "nothing"], None),
+        ("run_id", [], None),
+        ("direction", ["input"], None),  # not keyed: the In filter
+    ],
+)
+def test_rows_by_key_are_the_rows_an_in_filter_picks(key: str, values: list[str], row_filter: Any) -> None:
+    store = IndexedStore(Settings(), {"run_io": RUN_IO})
+    match = ex.In(key, sorted(set(values)))
+    expected = store.arrow(
+        "run_io", ("run_id", "dataset_id"), match if row_filter is None else ex.And(row_filter, match)
+    )
+    assert store.arrow_where("run_io", ("run_id", "dataset_id"), key, values, row_filter).to_pylist() == (
+        expected.to_pylist()
+    )
