@@ -111,9 +111,10 @@ def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None
             echo("  no column lineage")
             return
         rows = []
+        ends = store.column_edge_ends(walk.column_edges)
         for edge in walk.column_edges:
-            source = store.dataset_nodes.get(edge["source_dataset_id"])
-            target = store.dataset_nodes.get(edge["target_dataset_id"])
+            source = ends.get(edge["source_dataset_id"])
+            target = ends.get(edge["target_dataset_id"])
             rows.append(
                 (
                     f"{source.label if source else edge['source_dataset_id']}.{edge['source_field'] or '*'}",

@@ -63,11 +63,12 @@ def impact_of(store: LineageStore, target: str, depth: int | None, as_of: dateti
 
 def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
     """One run with its children and datasets, as ``lineage run --json``."""
-    row = store.run(run_id)
-    read, written = history.run_versions_io(store, row["run_id"])
+    row, children = store.run_and_children(run_id)
+    io_rows = store.run_datasets(row["run_id"])
+    read, written = history.run_versions(store, row["run_id"], io_rows)
     return {
         **run_json(row),
-        "children": [run_json(c) for c in store.children(row["run_id"])],
+        "children": [run_json(c) for c in children],
         "dependencies": run_dependencies(store, row),
         "datasets": [
             {
@@ -77,7 +78,7 @@ def run_detail(store: LineageStore, run_id: str) -> dict[str, Any]:
                 "first_seen": iso(d["first_seen"]),
                 "last_seen": iso(d["last_seen"]),
             }
-            for d in store.run_datasets(row["run_id"])
+            for d in io_rows
         ],
         "versions_read": [version_read_json(r) for r in read],
         "versions_written": [version_json(v) for v in written],
@@ -190,7 +191,8 @@ def traversal_json(store: LineageStore, walk: Traversal, as_of: datetime | None)
             {"dataset": f.dataset.label, "field": f.field, "jobs": hops}
             for f, hops in sorted(walk.columns.items(), key=lambda item: (item[1], item[0].label))
         ]
-        data["column_edges"] = [column_edge_json(store, e) for e in walk.column_edges]
+        ends = store.column_edge_ends(walk.column_edges)
+        data["column_edges"] = [column_edge_json(e, ends) for e in walk.column_edges]
     return data
 
 
@@ -210,9 +212,10 @@ def dependency_json(upstream: Node, downstream: Node, source: str) -> dict[str, 
     return {"source": upstream.id, "target": downstream.id, "kind": "dependency", "via": source}
 
 
-def column_edge_json(store: LineageStore, edge: dict[str, Any]) -> dict[str, Any]:
-    source = store.dataset_nodes.get(edge["source_dataset_id"])
-    target = store.dataset_nodes.get(edge["target_dataset_id"])
+def column_edge_json(edge: dict[str, Any], ends: dict[str, Node]) -> dict[str, Any]:
+    """A column edge's JSON; ``ends``: its datasets' nodes (:meth:`LineageModel.column_edge_ends`)."""
+    source = ends.get(edge["source_dataset_id"])
+    target = ends.get(edge["target_dataset_id"])
     return {
         "source": source.label if source else edge["source_dataset_id"],
         "source_field": edge["source_field"] or WHOLE_DATASET,
@@ -346,6 +349,10 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     nodes = []
     health = store.own_health(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
     column_tags = store.column_tags_of(n.dataset_id or "" for n in walk.hops if n.kind == DATASET)
+    dataset_ids = [n.dataset_id or "" for n in walk.hops if n.kind == DATASET]
+    job_keys = [(n.namespace, n.name) for n in walk.hops if n.kind == JOB]
+    rows, aliases = store.datasets_of(dataset_ids), store.aliases_for(dataset_ids)
+    summaries, jobs = store.job_summaries_of(job_keys), store.jobs_of(job_keys)
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):
         entry: dict[str, Any] = {
             "id": node.id,
@@ -359,8 +366,8 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
             "details": {},
         }
         if node.kind == JOB:
-            summary = store.job_summary.get((node.namespace, node.name), {})
-            job = store.jobs.get((node.namespace, node.name), {})
+            summary = summaries.get((node.namespace, node.name), {})
+            job = jobs.get((node.namespace, node.name), {})
             entry["state"] = summary.get("last_run_state")
             entry["details"] = {
                 "latest run": summary.get("last_run_id"),
@@ -374,14 +381,14 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
         else:
             own = health.get(node.dataset_id or "")
             entry["health"] = own.state if own else None
-            row = store.datasets.get(node.dataset_id or "", {})
+            row = rows.get(node.dataset_id or "", {})
             entry["fields"] = [
                 {"name": f["name"], "type": f["type"]} for f in (row.get("schema_fields") or [])
             ]
             entry["details"] = {
                 "aliases": sorted(
                     f"{a['alias_namespace']}/{a['alias_name']} ({a['alias_kind']})"
-                    for a in store.aliases_of.get(node.dataset_id or "", [])
+                    for a in aliases.get(node.dataset_id or "", [])
                     if (a["alias_namespace"], a["alias_name"]) != (node.namespace, node.name)
                 ),
                 "first seen": iso(row.get("first_seen")),
@@ -403,9 +410,10 @@ def graph_dict(store: LineageStore, walk: Traversal) -> dict[str, Any]:
     links = sorted(walk.job_links, key=lambda e: (e[0].label, e[1].label, e[2]))
     edges += [dependency_json(*link) for link in links]
     column_edges = []
+    ends = store.column_edge_ends(walk.column_edges)
     for edge in walk.column_edges:
-        source = store.dataset_nodes.get(edge["source_dataset_id"])
-        target = store.dataset_nodes.get(edge["target_dataset_id"])
+        source = ends.get(edge["source_dataset_id"])
+        target = ends.get(edge["target_dataset_id"])
         if source is None or target is None or source not in walk.hops or target not in walk.hops:
             continue
         if edge["source_field"] is None or edge["target_field"] is None:  # dataset-level (INDIRECT) edge

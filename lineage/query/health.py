@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.query.errors import LookupError_
 from lineage.query.liveness import as_of
 from lineage.query.nodes import DATASET, JOB, UPSTREAM, Node, Traversal
-from lineage.query.tables import expressions
+from lineage.query.tables import expressions, python_rows
 from lineage.query.walks import Walks
 
 if TYPE_CHECKING:
@@ -82,24 +82,27 @@ class HealthQueries(Walks):
         """Each dataset's own state as of ``now`` (default: the current time): its last finished write (by
         a run whose state is FAIL or LOST: failing), the latest result of each of its assertions (one
         false: failing) and its freshness (late). Datasets with no write and no assertion are ``unknown``."""
-        ids = sorted(set(dataset_ids))
-        if not ids:
-            return {}
+        return self.node_health(dataset_ids, (), now)[0]
+
+    def jobs_health(self, jobs: Iterable[Node], now: datetime | None = None) -> dict[Node, OwnHealth]:
+        """Each job's own state: its last run's as of ``now`` (FAIL or LOST: failing)."""
+        return self.node_health((), jobs, now)[1]
+
+    def node_health(
+        self, dataset_ids: Iterable[str], jobs: Iterable[Node], now: datetime | None = None
+    ) -> tuple[dict[str, OwnHealth], dict[Node, OwnHealth]]:
+        """:meth:`own_health` of some datasets and :meth:`jobs_health` of some jobs, with the runs both
+        need (the datasets' writers, the jobs' last runs) read at once: one scan of ``runs`` in the CLI."""
         at = _utc(now) or datetime.now(UTC)
-        ex = expressions()
-        writes = self.rows(
-            "run_io",
-            ("run_id", "dataset_id", "last_seen", "lifecycle_states"),
-            ex.And(ex.EqualTo("direction", "output"), ex.In("dataset_id", ids)),
-        )
-        # A run that only DROPped a dataset did not write it.
-        writes = [w for w in writes if list(w.get("lifecycle_states") or []) != ["DROP"]]
-        run_ids = sorted({w["run_id"] for w in writes})
-        runs = (
-            {r["run_id"]: as_of(r, at) for r in self.rows("runs", RUN_COLUMNS, ex.In("run_id", run_ids))}
-            if run_ids
-            else {}
-        )
+        ids = sorted(set(dataset_ids))
+        wanted_jobs = list(dict.fromkeys(jobs))
+        writes = self._writes_of(ids)
+        self.fetch_job_states((j.namespace, j.name) for j in wanted_jobs)
+        last = {job: self.job_state(job.namespace, job.name) for job in wanted_jobs}
+        run_ids = {w["run_id"] for w in writes} | {
+            run_id for _, run_id in last.values() if run_id is not None
+        }
+        runs = self._runs_as_of(run_ids, at)
         by_dataset: dict[str, list[tuple[datetime, dict[str, Any]]]] = {}
         for w in writes:
             run = runs.get(w["run_id"])
@@ -108,18 +111,37 @@ class HealthQueries(Walks):
             when = _utc(run.get("ended_at")) or _utc(w["last_seen"]) or _utc(run.get("last_event_at"))
             if when is not None:
                 by_dataset.setdefault(w["dataset_id"], []).append((when, run))
-        results = self._latest_assertions(ids)
-        out = {}
-        for ds_id in ids:
-            out[ds_id] = self._judge(by_dataset.get(ds_id, []), results.get(ds_id, []), at)
-        return out
+        results = self._latest_assertions(ids) if ids else {}
+        datasets = {
+            ds_id: self._judge(by_dataset.get(ds_id, []), results.get(ds_id, []), at) for ds_id in ids
+        }
+        return datasets, {job: _job_health(job, state, run_id, runs) for job, (state, run_id) in last.items()}
+
+    def _writes_of(self, ids: list[str]) -> list[dict[str, Any]]:
+        """The ``run_io`` output rows of some datasets, but for the runs that only DROPped one (a run that
+        only dropped a dataset did not write it)."""
+        if not ids:
+            return []
+        output = expressions().EqualTo("direction", "output")
+        columns = ("run_id", "dataset_id", "last_seen", "lifecycle_states")
+        writes = python_rows(self.arrow_where("run_io", columns, "dataset_id", ids, output))
+        return [w for w in writes if list(w.get("lifecycle_states") or []) != ["DROP"]]
+
+    def _runs_as_of(self, run_ids: Iterable[str], at: datetime) -> dict[str, dict[str, Any]]:
+        """run id -> its ``runs`` row (:data:`RUN_COLUMNS`) as of ``at`` (:func:`as_of`)."""
+        ids = sorted(set(run_ids))
+        if not ids:
+            return {}
+        return {
+            r["run_id"]: as_of(r, at)
+            for r in python_rows(self.arrow_where("runs", RUN_COLUMNS, "run_id", ids))
+        }
 
     def _latest_assertions(self, ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """dataset id -> the latest result of each (column, assertion), by check time; a failure wins a
         tie. A lake built before ``quality_results`` existed has none."""
-        ex = expressions()
         try:
-            rows = self.rows("quality_results", QUALITY_COLUMNS, ex.In("dataset_id", ids))
+            rows = python_rows(self.arrow_where("quality_results", QUALITY_COLUMNS, "dataset_id", ids))
         except LookupError_ as exc:
             if "does not exist" in str(exc) or "not held" in str(exc):
                 return {}
@@ -224,31 +246,18 @@ class HealthQueries(Walks):
             "late": at > late_after,
         }
 
-    def jobs_health(self, jobs: Iterable[Node], now: datetime | None = None) -> dict[Node, OwnHealth]:
-        """Each job's own state: its last run's as of ``now`` (FAIL or LOST: failing), runs read at once."""
-        wanted = list(dict.fromkeys(jobs))
-        self.fetch_job_states((j.namespace, j.name) for j in wanted)
-        last = {job: self.job_state(job.namespace, job.name) for job in wanted}
-        run_ids = sorted({run_id for _, run_id in last.values() if run_id is not None})
-        ex = expressions()
-        runs = (
-            {r["run_id"]: as_of(r, now) for r in self.rows("runs", RUN_COLUMNS, ex.In("run_id", run_ids))}
-            if run_ids
-            else {}
-        )
-        out = {}
-        for job, (state, run_id) in last.items():
-            if run_id in runs:
-                state = runs[run_id]["inferred_state"]
-            if state is None:
-                out[job] = OwnHealth(UNKNOWN)
-            elif state in FAILED_RUN_STATES:
-                out[job] = OwnHealth(
-                    FAILING, [{"kind": "last_run", "state": state, "run_id": run_id, "job": job.label}]
-                )
-            else:
-                out[job] = OwnHealth(OK)
-        return out
+
+def _job_health(
+    job: Node, state: str | None, run_id: str | None, runs: dict[str, dict[str, Any]]
+) -> OwnHealth:
+    """A job's own state from its last run (as of the reader's clock when that run was read)."""
+    if run_id in runs:
+        state = runs[run_id]["inferred_state"]
+    if state is None:
+        return OwnHealth(UNKNOWN)
+    if state in FAILED_RUN_STATES:
+        return OwnHealth(FAILING, [{"kind": "last_run", "state": state, "run_id": run_id, "job": job.label}])
+    return OwnHealth(OK)
 
 
 def upstream_paths(walk: Traversal) -> dict[Node, list[Node]]:
@@ -295,8 +304,9 @@ def health_of(store: LineageStore, target: str, now: datetime | None = None) -> 
     root = store.resolve(target)
     walk = store.traverse(root, UPSTREAM, None)
     datasets = [n for n in walk.hops if n.kind == DATASET]
-    own = store.own_health((n.dataset_id or "" for n in datasets), at)
-    jobs = store.jobs_health((n for n in walk.hops if n.kind == JOB), at)
+    own, jobs = store.node_health(
+        (n.dataset_id or "" for n in datasets), (n for n in walk.hops if n.kind == JOB), at
+    )
     paths = upstream_paths(walk)
     causes: list[dict[str, Any]] = []
     for node, hops in sorted(walk.hops.items(), key=lambda item: (item[1], item[0].label)):

@@ -121,19 +121,24 @@ def _schema_numbers(store: LineageStore, dataset_ids: Sequence[str]) -> dict[tup
     return {(d, h): v for d, h, v in rows}
 
 
-def _run_states(store: LineageStore, run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+def _run_states(store: LineageStore, run_ids: Iterable[str]) -> dict[str, str | None]:
+    """run id -> its reported state (two of the thirty columns of ``runs``: the rest cost a third of a
+    versions answer at tier M)."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
     ex = expressions()
-    return {r["run_id"]: r for r in store.rows("runs", row_filter=ex.In("run_id", ids))}
+    table = store.arrow("runs", ("run_id", "reported_state"), ex.In("run_id", ids))
+    return dict(
+        zip(table.column("run_id").to_pylist(), table.column("reported_state").to_pylist(), strict=True)
+    )
 
 
 def _versions(
     node: Node,
     writes: list[dict[str, Any]],
     schemas: dict[tuple[str, str], int],
-    runs: dict[str, dict[str, Any]],
+    runs: dict[str, str | None],
 ) -> list[DatasetVersion]:
     """The versions of one dataset from its writes (oldest first), one per producer version id."""
     found: dict[str, DatasetVersion] = {}
@@ -158,7 +163,7 @@ def _versions(
             size_bytes=row.get("size_bytes"),
             file_count=row.get("file_count"),
             lifecycle_states=list(row.get("lifecycle_states") or []),
-            run_state=runs.get(row["run_id"], {}).get("reported_state"),
+            run_state=runs.get(row["run_id"]),
         )
     return list(found.values())
 
@@ -243,15 +248,26 @@ def _resolve(
 
 def versions_read(store: LineageStore, run_ids: Sequence[str]) -> dict[str, list[VersionRead]]:
     """run id -> the versions it read (by dataset namespace and name)."""
-    found: dict[str, list[VersionRead]] = {r: [] for r in run_ids}
     if not run_ids:
-        return found
+        return {}
     ex = expressions()
     reads = store.rows(
         "run_io", row_filter=ex.And(ex.In("run_id", list(run_ids)), ex.EqualTo("direction", "input"))
     )
     nodes = store.nodes_of(sorted({r["dataset_id"] for r in reads}))
     writes, versions = _known_versions(store, nodes)
+    return _versions_read(run_ids, reads, nodes, writes, versions)
+
+
+def _versions_read(
+    run_ids: Sequence[str],
+    reads: list[dict[str, Any]],
+    nodes: dict[str, Node],
+    writes: dict[str, list[dict[str, Any]]],
+    versions: dict[str, list[DatasetVersion]],
+) -> dict[str, list[VersionRead]]:
+    """:func:`versions_read` from the runs' ``run_io`` input rows and their datasets' known versions."""
+    found: dict[str, list[VersionRead]] = {r: [] for r in run_ids}
     for read in reads:
         node = nodes.get(read["dataset_id"])
         if node is None:
@@ -271,8 +287,14 @@ def versions_written(store: LineageStore, run_id: str) -> list[DatasetVersion]:
     ex = expressions()
     mine = ex.And(ex.EqualTo("run_id", run_id), ex.EqualTo("direction", "output"))
     wrote = store.rows("run_io", row_filter=mine)
-    nodes = store.nodes_of(sorted({r["dataset_id"] for r in wrote}))
-    _, versions = _known_versions(store, nodes)
+    _, versions = _known_versions(store, store.nodes_of(sorted({r["dataset_id"] for r in wrote})))
+    return _versions_written(wrote, versions)
+
+
+def _versions_written(
+    wrote: list[dict[str, Any]], versions: dict[str, list[DatasetVersion]]
+) -> list[DatasetVersion]:
+    """:func:`versions_written` from the run's ``run_io`` output rows and their datasets' known versions."""
     out: list[DatasetVersion] = []
     for row in wrote:
         vid = version_name(row)
@@ -306,7 +328,15 @@ def upstream_versions(store: LineageStore, node: Node, version: str, depth: int)
     return out
 
 
-def run_versions_io(store: LineageStore, run_id: str) -> tuple[list[VersionRead], list[DatasetVersion]]:
-    """The versions a run (by id or unique prefix) read and wrote."""
-    row = store.run(run_id)
-    return versions_read(store, [row["run_id"]])[row["run_id"]], versions_written(store, row["run_id"])
+def run_versions(
+    store: LineageStore, run_id: str, io_rows: list[dict[str, Any]]
+) -> tuple[list[VersionRead], list[DatasetVersion]]:
+    """The versions a run read and wrote (:func:`versions_read`, :func:`versions_written`), from its
+    ``run_io`` rows (:meth:`~lineage.query.runs.RunQueries.run_datasets`, read once for the run's answer):
+    the writes, schema numbers and writing runs of every dataset it read or wrote are read once for both."""
+    reads = [r for r in io_rows if r["direction"] == "input"]
+    wrote = [r for r in io_rows if r["direction"] == "output"]
+    nodes = store.nodes_of(sorted({r["dataset_id"] for r in (*reads, *wrote)}))
+    writes, versions = _known_versions(store, nodes)
+    read = _versions_read([run_id], reads, nodes, writes, versions)[run_id]
+    return read, _versions_written(wrote, versions)

@@ -9,7 +9,7 @@ from typing import Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import DATASET, DOWNSTREAM, GRANULARITY_JOB, GRANULARITY_PARENT, JOB, UPSTREAM, Node
-from lineage.query.tables import LakeTables, rows_in
+from lineage.query.tables import LakeTables, expressions, rows_in
 
 COLUMN_EDGE_KEY = (
     "source_dataset_id",
@@ -19,6 +19,7 @@ COLUMN_EDGE_KEY = (
     "job_namespace",
     "job_name",
 )
+COLUMN_EDGE_COLUMNS = (*COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
 DATASET_KEY = ("dataset_id", "namespace", "name")
 SUMMARY_COLUMNS = (
     "job_namespace",
@@ -67,6 +68,30 @@ class LineageModel(LakeTables):
         found = rows_in(self._dataset_columns, "dataset_id", wanted, DATASET_KEY)
         return {i: Node(DATASET, ns, n, i) for i, ns, n in found}
 
+    def datasets_of(self, dataset_ids: Iterable[str]) -> dict[str, dict]:
+        """dataset id -> its whole ``datasets`` row, for some ids: from :attr:`datasets` when it is loaded,
+        else one filtered read (a graph shows a few of the estate's datasets, not 50,000 rows of dicts)."""
+        ids = sorted(set(dataset_ids))
+        if "datasets" in self.__dict__ or not ids:
+            return {i: self.datasets[i] for i in ids if i in self.datasets}
+        return {r["dataset_id"]: r for r in self.rows("datasets", None, expressions().In("dataset_id", ids))}
+
+    def aliases_for(self, dataset_ids: Iterable[str]) -> dict[str, list[dict]]:
+        """:attr:`aliases_of` for some datasets (from it when it is loaded)."""
+        ids = set(dataset_ids)
+        if "aliases_of" in self.__dict__ or not ids:
+            return {i: self.aliases_of[i] for i in ids if i in self.aliases_of}
+        columns = ("alias_namespace", "alias_name", "dataset_id", "alias_kind")
+        found: dict[str, list[dict]] = {}
+        for row in rows_in(self._alias_columns, "dataset_id", ids, columns):
+            found.setdefault(row[2], []).append(dict(zip(columns, row, strict=True)))
+        return found
+
+    def column_edge_ends(self, edges: Iterable[dict]) -> dict[str, Node]:
+        """The dataset nodes at either end of some column edges (those the estate knows)."""
+        ends = ("source_dataset_id", "target_dataset_id")
+        return self.nodes_of(e[k] for e in edges for k in ends if e[k] is not None)
+
     @cached_property
     def _alias_columns(self) -> Any:
         return self.arrow("dataset_aliases", ("alias_namespace", "alias_name", "dataset_id", "alias_kind"))
@@ -84,12 +109,17 @@ class LineageModel(LakeTables):
         return found
 
     @cached_property
-    def job_keys(self) -> set[tuple[str, str]]:
+    def _job_columns(self) -> Any:
+        """The key columns of ``jobs`` (an estate without jobs or datasets is one clear error)."""
         table = self.arrow("jobs", ("job_namespace", "job_name"))
-        found = set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
-        if not found and not len(self._dataset_columns):
+        if not len(table) and not len(self._dataset_columns):
             raise LookupError_("the lineage tables are empty: nothing has been ingested and built yet")
-        return found
+        return table
+
+    @cached_property
+    def job_keys(self) -> set[tuple[str, str]]:
+        table = self._job_columns
+        return set(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
     @cached_property
     def parent_jobs(self) -> dict[tuple[str, str], tuple[str, str]]:
@@ -149,14 +179,36 @@ class LineageModel(LakeTables):
     def job_summary(self) -> dict[tuple[str, str], dict]:
         return {(r["job_namespace"], r["job_name"]): r for r in self.rows("job_summary", SUMMARY_COLUMNS)}
 
+    def jobs_of(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+        """(job namespace, name) -> its whole ``jobs`` row, for some jobs (from :attr:`jobs` when loaded)."""
+        return self._job_rows("jobs", None, keys)
+
+    def job_summaries_of(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+        """:attr:`job_summary` for some jobs (from it when it is loaded)."""
+        return self._job_rows("job_summary", SUMMARY_COLUMNS, keys)
+
+    def _job_rows(
+        self, table: str, columns: tuple[str, ...] | None, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict]:
+        """Some jobs' rows of ``table`` (``jobs`` or ``job_summary``): from the store's dict of that name when
+        it is loaded, else one filtered read."""
+        wanted = set(keys)
+        if table in self.__dict__ or not wanted:
+            every = getattr(self, table)
+            return {k: every[k] for k in wanted if k in every}
+        if table == "jobs":
+            self._job_columns  # noqa: B018 -- the emptiness check :attr:`jobs` makes
+        names = sorted({name for _, name in wanted})
+        rows = self.rows(table, columns, expressions().In("job_name", names))
+        return {k: r for r in rows if (k := (r["job_namespace"], r["job_name"])) in wanted}
+
     @cached_property
     def _edge_columns(self) -> Any:
         return self.arrow("job_edges", ("job_namespace", "job_name", "dataset_id", "direction", "first_seen"))
 
     @cached_property
     def column_edge_rows(self) -> list[dict]:
-        cols = (*COLUMN_EDGE_KEY, "transformations", "subtypes", "is_direct", "first_seen")
-        return self.rows("column_edges", cols)
+        return self.rows("column_edges", COLUMN_EDGE_COLUMNS)
 
     @cached_property
     def job_dependency_rows(self) -> list[dict]:
@@ -170,8 +222,6 @@ class LineageModel(LakeTables):
 
     def column_tag_rows(self, dataset_ids: Iterable[str]) -> list[dict]:
         """The ``lineage.column_tags`` rows of some datasets (none for a lake built before the table)."""
-        from lineage.query.tables import expressions
-
         ids = sorted(set(dataset_ids))
         if not ids:
             return []

@@ -69,11 +69,14 @@ class NameResolution(LineageModel):
                     match = pc.is_in(spelled, value_set=wanted)
                     hit = match if hit is None else pc.or_(hit, match)
             found.update(self.nodes_of(table.filter(hit).column("dataset_id").to_pylist()).values())
-        keys = set(wanted.to_pylist())
-        for namespace, name in self.job_keys:
-            text = f"{namespace}/{name}"
-            if text in keys or text.rstrip("/") in keys:
-                found.add(self.job_node(namespace, name))
+        jobs = self._job_columns
+        text = pc.binary_join_element_wise(jobs.column("job_namespace"), jobs.column("job_name"), "/")
+        hit = pc.or_(pc.is_in(text, value_set=wanted), pc.is_in(pc.utf8_rtrim(text, "/"), value_set=wanted))
+        named = jobs.filter(hit)
+        for namespace, name in zip(
+            *(named.column(c).to_pylist() for c in ("job_namespace", "job_name")), strict=True
+        ):
+            found.add(self.job_node(namespace, name))
         return found
 
     @cached_property

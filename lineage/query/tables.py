@@ -71,6 +71,20 @@ class LakeTables:
         """Rows of ``lineage.<table>`` as dicts (optionally only some columns, filtered by pyiceberg)."""
         return python_rows(self.arrow(table, columns, row_filter))
 
+    def arrow_where(
+        self,
+        table: str,
+        columns: Sequence[str] | None,
+        key: str,
+        values: Iterable[str],
+        row_filter: Any = None,
+    ) -> Any:
+        """:meth:`arrow` of the rows whose ``key`` is one of ``values`` (and that pass ``row_filter``): an
+        ``In`` filter here; the read index looks them up by key (lineage.serve.index.KeyIndex)."""
+        ex = expressions()
+        match = ex.In(key, sorted(set(values)))
+        return self.arrow(table, columns, match if row_filter is None else ex.And(row_filter, match))
+
     def table(self, table: str) -> Any:
         """The pyiceberg table ``lineage.<table>`` at its current metadata."""
         return self.open_table(self.settings.catalog.lineage_namespace, table)
@@ -158,6 +172,12 @@ def python_values(column: Any) -> list[Any]:
     ``9999-12-31T23:59:59-01:00``, landed before ingestion bounded eventTime); such a value reads as
     ``datetime.max`` (or ``datetime.min``) instead of failing the whole command.
     """
+    return clamped_times(column).to_pylist()
+
+
+def clamped_times(column: Any) -> Any:
+    """A timestamp column with its times beyond Python's range clamped to it (:func:`python_values`), in
+    microseconds; any other column as it is."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -169,8 +189,8 @@ def python_values(column: Any) -> list[Any]:
         clamped = pc.min_element_wise(
             pc.max_element_wise(ints, _PY_MIN_MICROS, skip_nulls=False), _PY_MAX_MICROS, skip_nulls=False
         )
-        column = clamped.cast(micros)
-    return column.to_pylist()
+        return clamped.cast(micros)
+    return column
 
 
 def python_rows(table: Any) -> list[dict[str, Any]]:

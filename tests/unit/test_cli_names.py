@@ -40,7 +40,8 @@ def store() -> LineageStore:
     s.__dict__["_alias_columns"] = pa.table(
         {"alias_namespace": a_ns, "alias_name": a_n, "dataset_id": a_id, "alias_kind": kinds}
     )
-    s.__dict__["job_keys"] = set(JOBS)
+    j_ns, j_n = zip(*JOBS, strict=True)
+    s.__dict__["_job_columns"] = pa.table({"job_namespace": j_ns, "job_name": j_n})
     return s
 
 

@@ -304,6 +304,26 @@ def test_health_of_a_job_is_its_last_run_and_its_upstream() -> None:
     assert (agg["state"], agg["upstream"]) == (OK, FAILING)
 
 
+def test_health_reads_the_runs_of_its_datasets_and_jobs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = picture()
+    reads: list[str] = []
+    arrow, arrow_where = s.arrow, s.arrow_where
+
+    def counted(table: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(table)
+        return arrow(table, *args, **kwargs)
+
+    def counted_where(table: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(table)
+        return arrow_where(table, *args, **kwargs)
+
+    monkeypatch.setattr(s, "arrow", counted)
+    monkeypatch.setattr(s, "arrow_where", counted_where)
+    answer = health_of(s, "s3://lake/report", NOW)
+    assert reads.count("runs") == 1
+    assert answer == health_of(picture(), "s3://lake/report", NOW)
+
+
 def test_an_unknown_node_is_one_clear_error() -> None:
     with pytest.raises(LookupError_):
         health_of(picture(), "s3://lake/nowhere", NOW)
@@ -361,6 +381,18 @@ def test_the_graph_input_gives_each_dataset_its_health() -> None:
     }
     assert nodes["dataset:s3://lake/clean"]["details"]["problems"][0] == "last write FAIL"  # judged as of now
     assert "health" not in nodes["job:etl/load"]
+
+
+def test_the_graph_input_reads_only_its_nodes_rows_and_answers_as_a_warm_store() -> None:
+    cold, warm = picture(), picture().warm()  # warm: every dict of the estate built (the read API)
+    answers = []
+    for s in (cold, warm):
+        walk = s.traverse(s.resolve("s3://lake/report"), UPSTREAM, None, columns=True)
+        answer = graph_dict(s, walk)
+        answer.pop("generated_at")
+        answers.append(answer)
+    assert answers[0] == answers[1]
+    assert not {"datasets", "jobs", "job_summary", "aliases_of", "dataset_nodes"} & set(cold.__dict__)
 
 
 def test_the_read_api_answers_health_as_the_cli(tmp_path: Path) -> None:
