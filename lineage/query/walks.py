@@ -245,9 +245,12 @@ class Walks(LineageModel):
         max_jobs = None if result.depth is None else (result.depth + 1) // 2
         edges = self._column_lookup(as_of)
         if root.kind == DATASET:
-            starts = self._fields_of(root.dataset_id or "", edges, field_name)
+            fields = self._fields_of(root.dataset_id or "", edges, field_name)
         else:  # a job: the fields it writes (downstream) or reads (upstream)
-            starts = self._job_fields(root)
+            fields = self._job_fields(root)
+        # Walked in name order, so the edges come in the same order in every process (a set's order follows
+        # the strings' hashes, which differ between processes).
+        starts = sorted(fields, key=lambda start: (start[0] or "", start[1] or ""))
         followed: set[tuple] = set()
         reached: list[dict[tuple[str, str], int]] = []
         for walk in walks:

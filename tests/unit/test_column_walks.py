@@ -94,3 +94,33 @@ def test_rows_and_arrow_columns_walk_the_same(seed: int) -> None:
                             by_columns, root, direction, depth, **asked
                         )
     assert "column_edge_rows" not in by_columns.__dict__  # the Arrow path made no dict of every edge
+
+
+def _edges_in_a_process(hash_seed: str) -> str:
+    """The column edges of every walk from every dataset of an estate, in order, as one process answers."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from tests.unit.test_column_walks import _tables, _walk\n"
+        "from lineage.query.nodes import BOTH, DATASET, Node\n"
+        "from lineage.serve.index import IndexedStore\n"
+        "from lineage.settings import Settings\n"
+        "store = IndexedStore(Settings(), _tables(3))\n"
+        "for i in range(8):\n"
+        "    edges, _ = _walk(store, Node(DATASET, 's3://lake', f'd{i}', f'd{i}'), BOTH, None)\n"
+        "    print([(e['source_dataset_id'], e['source_field'], e['target_field']) for e in edges])\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_a_walks_column_edges_come_in_the_same_order_in_every_process() -> None:
+    # The fields a walk starts from are a set: walked in the order of their strings' hashes, the edges of
+    # a --columns answer came in another order in another process.
+    first = _edges_in_a_process("1")
+    assert first.count("\n") == 8 and "d" in first
+    assert _edges_in_a_process("2") == first
+    assert _edges_in_a_process("3") == first
