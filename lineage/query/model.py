@@ -169,10 +169,14 @@ class LineageModel(LakeTables):
 
     @cached_property
     def _job_state_columns(self) -> Any:
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         table = self.arrow("job_summary", ("job_namespace", "job_name", "last_run_state", "last_run_id"))
-        key = pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00")
+        # As plain strings: the join has no kernel for a large_string (how pyiceberg may read a column) beside
+        # the separator's string.
+        namespace, name = (table.column(c).cast(pa.string()) for c in ("job_namespace", "job_name"))
+        key = pc.binary_join_element_wise(namespace, name, "\x00")
         return table.append_column("job_key", key)
 
     @cached_property

@@ -98,7 +98,9 @@ class Walks(LineageModel):
                 table = table.set_column(table.schema.get_field_index(column), column, values)
         table = table.append_column(
             "job_key",
-            pc.binary_join_element_wise(table.column("job_namespace"), table.column("job_name"), "\x00"),
+            pc.binary_join_element_wise(
+                *(table.column(c).cast(pa.string()) for c in ("job_namespace", "job_name")), "\x00"
+            ),
         )
         inputs = table.filter(pc.equal(table.column("direction"), "input"))
         outputs = table.filter(pc.equal(table.column("direction"), "output"))
@@ -293,11 +295,14 @@ class Walks(LineageModel):
     @cached_property
     def _column_edge_columns(self) -> Any:
         """``column_edges`` as Arrow rows, with each end's (dataset id, field) joined into one key column."""
+        import pyarrow as pa
         import pyarrow.compute as pc
 
         table = self.arrow("column_edges", COLUMN_EDGE_COLUMNS)
         for end, name in _END_KEYS.items():
-            dataset, field_ = (pc.fill_null(table.column(c), _NULL) for c in end)
+            # One string type for both ends and the separator (pyiceberg may read a column as large_string,
+            # which the join has no kernel for beside a plain string).
+            dataset, field_ = (pc.fill_null(table.column(c).cast(pa.string()), _NULL) for c in end)
             table = table.append_column(name, pc.binary_join_element_wise(dataset, field_, _SEP))
         return table
 
