@@ -99,13 +99,7 @@ class IndexedStore(LineageStore):
             picked, row_filter = self._keyed(table, row_filter)
             if picked is not None:
                 data = picked
-        if row_filter is not None:
-            from pyiceberg.expressions.visitors import bind
-            from pyiceberg.io.pyarrow import expression_to_pyarrow
-
-            bound = bind(self._schema(table), row_filter, case_sensitive=True)
-            data = data.filter(expression_to_pyarrow(bound))
-        return data.select(list(columns)) if columns else data
+        return self._rest(table, data, columns, row_filter)
 
     def arrow_where(
         self,
@@ -120,6 +114,10 @@ class IndexedStore(LineageStore):
         # No In expression is made: for the 700 runs of a health answer at tier M, making and binding one
         # took 13 ms of its 30.
         data = self.key_index(table, key).rows(values)
+        return self._rest(table, data, columns, row_filter)
+
+    def _rest(self, table: str, data: Any, columns: Sequence[str] | None, row_filter: Any) -> Any:
+        """``data`` (rows of ``table``) kept by ``row_filter``, then ``columns`` (None: every one)."""
         if row_filter is not None:
             from pyiceberg.expressions.visitors import bind
             from pyiceberg.io.pyarrow import expression_to_pyarrow
