@@ -127,8 +127,7 @@ def _run_states(store: LineageStore, run_ids: Iterable[str]) -> dict[str, str | 
     ids = sorted(set(run_ids))
     if not ids:
         return {}
-    ex = expressions()
-    table = store.arrow("runs", ("run_id", "reported_state"), ex.In("run_id", ids))
+    table = store.arrow_where("runs", ("run_id", "reported_state"), "run_id", ids)
     return dict(
         zip(table.column("run_id").to_pylist(), table.column("reported_state").to_pylist(), strict=True)
     )
