@@ -9,7 +9,7 @@ from typing import Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import DATASET, DOWNSTREAM, GRANULARITY_JOB, GRANULARITY_PARENT, JOB, UPSTREAM, Node
-from lineage.query.tables import LakeTables, expressions, rows_in
+from lineage.query.tables import LakeTables, expressions, joined, rows_in
 
 COLUMN_EDGE_KEY = (
     "source_dataset_id",
@@ -169,15 +169,8 @@ class LineageModel(LakeTables):
 
     @cached_property
     def _job_state_columns(self) -> Any:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         table = self.arrow("job_summary", ("job_namespace", "job_name", "last_run_state", "last_run_id"))
-        # As plain strings: the join has no kernel for a large_string (how pyiceberg may read a column) beside
-        # the separator's string.
-        namespace, name = (table.column(c).cast(pa.string()) for c in ("job_namespace", "job_name"))
-        key = pc.binary_join_element_wise(namespace, name, "\x00")
-        return table.append_column("job_key", key)
+        return table.append_column("job_key", joined(table, ("job_namespace", "job_name"), "\x00"))
 
     @cached_property
     def job_summary(self) -> dict[tuple[str, str], dict]:

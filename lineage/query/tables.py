@@ -193,6 +193,19 @@ def clamped_times(column: Any) -> Any:
     return column
 
 
+def joined(table: Any, columns: Sequence[str], separator: str, null: str | None = None) -> Any:
+    """One key column of ``table``: the ``columns`` joined by ``separator`` (a null read as ``null``; with
+    None, a null makes the key null). The columns are made plain strings first: pyiceberg may read a column
+    as large_string, which the join has no kernel for beside the separator's string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = [table.column(c).cast(pa.string()) for c in columns]
+    if null is not None:
+        parts = [pc.fill_null(part, null) for part in parts]
+    return pc.binary_join_element_wise(*parts, separator)
+
+
 def python_rows(table: Any) -> list[dict[str, Any]]:
     """An Arrow table as dicts, top-level timestamps clamped as in :func:`python_values`."""
     values = {name: python_values(table.column(name)) for name in table.column_names}

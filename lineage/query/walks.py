@@ -26,7 +26,7 @@ from lineage.query.nodes import (
     Traversal,
 )
 from lineage.query.params import Tag, has_tag
-from lineage.query.tables import expressions, python_rows, python_values, rows_in
+from lineage.query.tables import expressions, joined, python_rows, python_values, rows_in
 
 
 class Walks(LineageModel):
@@ -98,9 +98,7 @@ class Walks(LineageModel):
                 table = table.set_column(table.schema.get_field_index(column), column, values)
         table = table.append_column(
             "job_key",
-            pc.binary_join_element_wise(
-                *(table.column(c).cast(pa.string()) for c in ("job_namespace", "job_name")), "\x00"
-            ),
+            joined(table, ("job_namespace", "job_name"), "\x00"),
         )
         inputs = table.filter(pc.equal(table.column("direction"), "input"))
         outputs = table.filter(pc.equal(table.column("direction"), "output"))
@@ -295,15 +293,9 @@ class Walks(LineageModel):
     @cached_property
     def _column_edge_columns(self) -> Any:
         """``column_edges`` as Arrow rows, with each end's (dataset id, field) joined into one key column."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         table = self.arrow("column_edges", COLUMN_EDGE_COLUMNS)
         for end, name in _END_KEYS.items():
-            # One string type for both ends and the separator (pyiceberg may read a column as large_string,
-            # which the join has no kernel for beside a plain string).
-            dataset, field_ = (pc.fill_null(table.column(c).cast(pa.string()), _NULL) for c in end)
-            table = table.append_column(name, pc.binary_join_element_wise(dataset, field_, _SEP))
+            table = table.append_column(name, joined(table, end, _SEP, _NULL))
         return table
 
     def _fields_of(
