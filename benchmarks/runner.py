@@ -12,8 +12,10 @@ its process tree) and from inside (:mod:`benchmarks.stage`: JVM start vs. the me
     (``--re-extract``: every raw event parsed again, then everything rebuilt); then per repetition one more
     1% slice of the workload (``delta<k>``) is produced, ingested, and built incrementally; last the
     ``history`` delta (:data:`benchmarks.workload.HISTORY_EVENTS` messages, the same on every tier) is
-    produced, ingested once and built incrementally, repeated on a copy of the lake as it was before; last
-    a build with nothing new, repeated (``noop``).
+    produced, ingested once and built incrementally, repeated on a copy of the lake as it was before (and,
+    with ``history-warm``, built again in one session); then one event that tags a source column ``pii``
+    (``tagged``: :meth:`benchmarks.workload.Workload.tagged_source`), ingested once and built incrementally,
+    repeated likewise, with how far the tag reached; last a build with nothing new, repeated (``noop``).
 ``queries``
     :mod:`benchmarks.queries`: ``lineage upstream/downstream`` at depth 1, 3 and 10 from a hub and a leaf
     dataset of the built lake, every run a new CLI process.
@@ -451,6 +453,14 @@ class TierRun(TierContext):
             if "history" in parts
             else skipped
         )
+        result["tagged"] = (
+            self.part(
+                "tagged source column builds",
+                lambda: self.tagged_builds(broker, lake, now, full_summary["seconds"]),
+            )
+            if "tagged" in parts
+            else skipped
+        )
         result["noop"] = (
             self.part("builds with nothing new", lambda: self.noop_builds(overrides, now))
             if "noop" in parts
@@ -488,32 +498,23 @@ class TierRun(TierContext):
             broker.bootstrap_servers, self.topic, self.workload.history(), self.max_message_bytes
         )
         ingest = self.spark_stage("ingest", "ingest-history", overrides)
-        before = self.work / "lake-before-history"
-        shutil.rmtree(before, ignore_errors=True)
-        copy_s = 0.0
-        runs = []
         # A cluster lake lives in the stack's catalog and bucket: no copy to restore, one run.
         repeat = 1 if lake.on_cluster else self.config.repeat
         warm_part = "history-warm" in self.config.build_parts
         warm: dict[str, Any] = {"status": "skipped", "reason": "not in --build-parts"}
-        try:
+        copied: list[float] = []
+        with self._kept_lake(lake, "history", repeat > 1 or warm_part, copied) as restore:
+            runs = []
             for i in range(1, repeat + 1):
-                started = time.monotonic()
-                if i == 1 and (repeat > 1 or warm_part) and not lake.on_cluster:
-                    shutil.copytree(lake.root, before)
-                elif i > 1:
-                    shutil.rmtree(lake.root)
-                    shutil.copytree(before, lake.root)
-                copy_s += time.monotonic() - started
+                if i > 1:
+                    restore()
                 runs.append(self.incremental_build(f"build-history-{i}", overrides, now))
             if warm_part and lake.on_cluster:
                 warm = {"status": "skipped", "reason": "a cluster lake is not restored between builds"}
             elif warm_part:
-                shutil.rmtree(lake.root)
-                shutil.copytree(before, lake.root)
+                restore()
+                copied.pop()  # the warm run's restore is not one of the cold runs' copies
                 warm = self.part("warm history builds", lambda: self.warm_builds(overrides, now))
-        finally:
-            shutil.rmtree(before, ignore_errors=True)
         return {
             **incremental_builds(runs, [ingest], full_s),
             "warm": warm,
@@ -521,17 +522,85 @@ class TierRun(TierContext):
             "produced": produced,
             "same_on_every_tier": HISTORY_SAME,
             "lake_restored_between_runs": repeat > 1,
-            "lake_copy_s": round(copy_s, 1),
+            "lake_copy_s": round(sum(copied), 1),
         }
 
-    def warm_builds(self, overrides: dict[str, Any], now: list[str]) -> dict[str, Any]:
-        """The history delta built cold, then ``repeat`` times again in the same session (warm)."""
-        run = self.spark_stage(
-            "build", "build-history-warm", overrides, *now, "--again", str(self.config.repeat)
-        )
+    @contextlib.contextmanager
+    def _kept_lake(
+        self, lake: Lake, name: str, needed: bool, copied: list[float]
+    ) -> Iterator[Callable[[], None]]:
+        """A copy of the local lake as it is now (when ``needed`` and the lake is not on a cluster), and a
+        function that puts the lake back to it; each copy's seconds are appended to ``copied``. The copy
+        is deleted on the way out."""
+        before = self.work / f"lake-before-{name}"
+        shutil.rmtree(before, ignore_errors=True)
+
+        def timed(fn: Callable[[], object]) -> None:
+            started = time.monotonic()
+            fn()
+            copied.append(time.monotonic() - started)
+
+        def restore() -> None:
+            def back() -> None:
+                shutil.rmtree(lake.root)
+                shutil.copytree(before, lake.root)
+
+            timed(back)
+
+        try:
+            if needed and not lake.on_cluster:
+                timed(lambda: shutil.copytree(lake.root, before))
+            yield restore
+        finally:
+            shutil.rmtree(before, ignore_errors=True)
+
+    def tagged_builds(
+        self, broker: LocalKafka, lake: Lake, now: list[str], full_s: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One event that tags a source column (:meth:`Workload.tagged_source`: a new run whose input
+        names one of its columns ``pii``), ingested once and built incrementally ``repeat`` times from the
+        same lake (put back between runs); then what the last build made of it: the column_tags rows whose
+        origin is that column (the columns the tag reached) and their longest path."""
+        overrides = lake.overrides(broker.bootstrap_servers, self.topic)
+        message, about = self.workload.tagged_source()
+        produced = produce(broker.bootstrap_servers, self.topic, iter([message]), self.max_message_bytes)
+        ingest = self.spark_stage("ingest", "ingest-tagged", overrides)
+        repeat = 1 if lake.on_cluster else self.config.repeat
+        copied: list[float] = []
+        warm_part = "tagged-warm" in self.config.build_parts
+        warm: dict[str, Any] = {"status": "skipped", "reason": "not in --build-parts"}
+        with self._kept_lake(lake, "tagged", repeat > 1 or warm_part, copied) as restore:
+            runs = []
+            for i in range(1, repeat + 1):
+                if i > 1:
+                    restore()
+                runs.append(self.incremental_build(f"build-tagged-{i}", overrides, now))
+            reached = tag_reach(lake, about) if not lake.on_cluster else None
+            if warm_part and lake.on_cluster:
+                warm = {"status": "skipped", "reason": "a cluster lake is not restored between builds"}
+            elif warm_part:
+                restore()
+                copied.pop()  # the warm run's restore is not one of the cold runs' copies
+                warm = self.part("warm tagged builds", lambda: self.warm_builds(overrides, now, "tagged"))
+        return {
+            **incremental_builds(runs, [ingest], full_s),
+            "warm": warm,
+            "tagged": about,
+            "reached": reached,
+            "produced": produced,
+            "lake_copy_s": round(sum(copied), 1),
+        }
+
+    def warm_builds(
+        self, overrides: dict[str, Any], now: list[str], delta: str = "history"
+    ) -> dict[str, Any]:
+        """A delta (the history, or the tagged event) built cold, then ``repeat`` times again in the same
+        session (warm)."""
+        label = f"build-{delta}-warm"
+        run = self.spark_stage("build", label, overrides, *now, "--again", str(self.config.repeat))
         modes = {run.get("mode"), *run.get("again_modes", [])}
         if modes != {"incremental"}:
-            raise StageError(f"build-history-warm ran as {sorted(map(str, modes))}, not incremental only")
+            raise StageError(f"{label} ran as {sorted(map(str, modes))}, not incremental only")
         return {
             "run": run,
             "cold_s": run["work_s"],
@@ -671,6 +740,33 @@ def incremental_builds(
             "runs": ingests,
             "seconds": measure.summarize(r["work_s"] for r in ingests),
         },
+    }
+
+
+def tag_reach(lake: Lake, about: dict[str, Any]) -> dict[str, Any]:
+    """What a build made of the tagged column (:meth:`Runner.tagged_builds`): the ``lineage.column_tags``
+    rows of tag ``about["tag"]`` seeded by a tags facet on field ``about["field"]`` (the generated estate
+    sends no other field tag), read with the product's own query core."""
+    import pyarrow.compute as pc
+
+    from lineage.query.tables import LakeTables
+
+    settings = load_settings(**lake.overrides("127.0.0.1:9092", "unused"))
+    rows = LakeTables(settings).arrow(
+        "column_tags",
+        ["dataset_id", "field", "tag", "origin_kind", "origin_dataset_id", "origin_field", "hops"],
+    )
+    mine = rows.filter(
+        pc.and_(
+            pc.and_(pc.equal(rows["tag"], about["tag"]), pc.equal(rows["origin_kind"], "facet")),
+            pc.equal(rows["origin_field"], about["field"]),
+        )
+    )
+    return {
+        "rows": mine.num_rows,
+        "origins": len(set(mine["origin_dataset_id"].to_pylist())),
+        "datasets": len(set(mine["dataset_id"].to_pylist())),
+        "max_hops": max(mine["hops"].to_pylist(), default=None),
     }
 
 

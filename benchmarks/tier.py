@@ -27,7 +27,16 @@ log = logging.getLogger(__name__)
 
 ALL_STAGES = ("ingest", "build", "queries", "freshness", "lineage-freshness", "rentgen")
 # The measurements of the build stage after the lake's first build (--build-parts picks some).
-BUILD_PARTS = ("full", "re-extract", "incremental", "history", "history-warm", "noop")
+BUILD_PARTS = (
+    "full",
+    "re-extract",
+    "incremental",
+    "history",
+    "history-warm",
+    "tagged",
+    "tagged-warm",
+    "noop",
+)
 # What runs on --stack cluster: the Spark jobs. The CLI queries, the freshness probe and Data.Rentgen are
 # measured on the local stack only.
 CLUSTER_STAGES = ("ingest", "build")

@@ -72,7 +72,10 @@ HISTORY_START_EVERY_S = 2.0  # mean gap between two run starts (about 10 events/
 # events.
 HISTORY_FLINK_RUN_SHARE = 0.11
 HISTORY_FLINK_TIMING = (60.0, 1800.0)  # heartbeat interval, run window (seconds)
-HISTORY_RUN_NUMBERS = 1_000_000  # run numbers (run random seeds) of the history delta start here
+HISTORY_RUN_NUMBERS = 1_000_000
+# The tagged-source event (Workload.tagged_source) comes this long after the window's end: past the history
+# delta's events (about 20 minutes of event time) and before the benchmarks' reference time (an hour).
+TAGGED_AFTER = timedelta(minutes=50)  # run numbers (run random seeds) of the history delta start here
 
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PRODUCER_AIRFLOW = "https://github.com/apache/airflow/tree/providers-openlineage/2.2.0"
@@ -1099,6 +1102,70 @@ class Workload:
         for message, _latest in itertools.islice(delivered, count):
             yield message
 
+    def tagged_source(self, after: datetime | None = None) -> tuple[Message, dict[str, Any]]:
+        """One event at ``after`` (default: :data:`TAGGED_AFTER` past the window's end: after the history
+        delta, before the benchmarks' reference time): a new, completed run of the first job (in estate
+        order) whose column lineage copies a column of a source dataset (a DIRECT IDENTITY edge), its input
+        carrying a tags facet that names that column ``pii=true``. What a build then does is seed one
+        tagged column and carry the tag downstream. Returns the message and what it tags (dataset, field,
+        tag, job, run).
+        """
+        serializer = _Serializer(self.estate)
+        datasets = self.estate.datasets
+        for job in self.estate.jobs:
+            if not job.inputs:
+                continue
+            named = {}
+            for i, alias in zip(job.inputs, job.alias_inputs, strict=True):
+                d = datasets[i]
+                if d.source and not alias:  # an aliased input is named otherwise in the event
+                    named[d.catalog if job.reporter == "catalog" and d.catalog else (d.namespace, d.name)] = d
+            for position, (index, lineage) in enumerate(zip(job.outputs, job.lineage_outputs, strict=True)):
+                if not (lineage and named):
+                    continue
+                facet = serializer._column_lineage(job, datasets[index], position)
+                for spec_field in facet["fields"].values():
+                    for ref in spec_field["inputFields"]:
+                        source = named.get((ref["namespace"], ref["name"]))
+                        kind = ref["transformations"][0]
+                        if source is None or (kind["type"], kind["subtype"]) != ("DIRECT", "IDENTITY"):
+                            continue
+                        return self._tagged_event(serializer, job, ref, after or self.end + TAGGED_AFTER)
+        raise ValueError("no job of this estate copies a source column (no DIRECT IDENTITY edge from one)")
+
+    def _tagged_event(
+        self, serializer: _Serializer, job: Job, ref: dict[str, Any], at: datetime
+    ) -> tuple[Message, dict[str, Any]]:
+        spec = Spec(
+            at=at,
+            event_type="COMPLETE",
+            job=job,
+            run_id=uuid7(at, _rng("tagged", self.seed)),
+            producer={"flink": PRODUCER_FLINK, "dag": PRODUCER_AIRFLOW, "task": PRODUCER_AIRFLOW}.get(
+                job.kind, PRODUCER_SPARK
+            ),
+            inputs=True,
+            outputs=True,
+            stats_seed=self.seed,
+        )
+        event = json.loads(serializer.serialize(spec))
+        tag = {"key": "pii", "value": "true", "source": "benchmark", "field": ref["field"]}
+        for node in event["inputs"]:
+            if (node["namespace"], node["name"]) == (ref["namespace"], ref["name"]):
+                node["facets"]["tags"] = _facet(
+                    "TagsDatasetFacet", "1-0-0", _producer=spec.producer, tags=[tag]
+                )
+        value = json.dumps(event, separators=(",", ":")).encode()
+        about = {
+            "dataset": f"{ref['namespace']}/{ref['name']}",
+            "field": ref["field"],
+            "tag": "pii",
+            "job": f"{job.namespace}/{job.name}",
+            "run_id": spec.run_id,
+            "event_time": _ts(at),
+        }
+        return Message(message_key(spec), value, "event"), about
+
     def _history_schedule(self) -> Iterator[tuple[datetime, int, int]]:
         """(start, unit index, run number) of the history delta's runs, without end. Three draws per run
         from a generator seeded without the tier: the same start times and kinds on every tier."""
@@ -1261,7 +1328,15 @@ def produce(
 
     config = producer_config(bootstrap_servers, max_message_bytes)
     config.update(
-        {"linger.ms": "100", "batch.size": str(4 * 1024 * 1024), "queue.buffering.max.kbytes": "1048576"}
+        {
+            "linger.ms": "100",
+            "batch.size": str(4 * 1024 * 1024),
+            "queue.buffering.max.kbytes": "1048576",
+            # A keyed message goes where the default (consistent_random) puts it, by the CRC32 of its key;
+            # a message without a key to one fixed partition instead of a random one, so that producing a
+            # part again gives every partition the same offsets (a seed lake's checkpoint then matches).
+            "partitioner": "consistent",
+        }
     )
     producer = Producer(config)
     errors: list[str] = []

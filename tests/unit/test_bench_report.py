@@ -210,6 +210,27 @@ def test_re_extraction_and_history_rows_and_the_history_ratio() -> None:
     assert table_end < rows.index(line) < rows.index("### Build scaling")
 
 
+def test_tagged_source_rows_cold_and_warm() -> None:
+    tagged = _build(20.0)
+    tagged["tagged"] = {
+        "seconds": _seconds(30.0),
+        "new_events": _seconds(1.0),
+        "warm": {"cold_s": 31.0, "seconds": _seconds(12.0)},
+        "reached": {"rows": 40, "origins": 1, "datasets": 12, "max_hops": 5},
+    }
+    no_warm = _build(20.0)
+    no_warm["tagged"] = {**tagged["tagged"], "warm": {"status": "skipped", "reason": "not in --build-parts"}}
+    rows = render({"S": _tier("S", tagged), "M": _tier("M", no_warm)}, "BENCHMARKS.png").splitlines()
+    assert (
+        "| Incremental build of one event that tags a source column `pii` (issue 42), s "
+        "| **30.0** [29.0 - 31.0] | **30.0** [29.0 - 31.0] |" in rows
+    )
+    assert (
+        "| The same event built again in one session (warm), s | **12.0** [11.0 - 13.0] "
+        "| not run: not in --build-parts |" in rows
+    )
+
+
 def test_results_of_older_runs_render_without_the_new_measurements(tmp_path: Path) -> None:
     text = render(_results(tmp_path), "BENCHMARKS.png")  # S.json of an earlier run: no re_extract, history
     rows = text.splitlines()

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import uuid
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from benchmarks.workload import (
     read_spool,
     write_spool,
 )
+from lineage.events.validate import validate
 from lineage.ingest import verdicts
 from lineage.transforms import envelope as env
 
@@ -314,6 +315,40 @@ def test_history_delta_comes_after_the_window_with_new_runs_and_the_usual_noise(
         json.loads(m.value)["run"]["runId"] for m, _ in workload.stream() if m.kind == "event" and m.value
     }
     assert not window_runs & {e["run"]["runId"] for e in events}
+
+
+def test_tagged_source_event_tags_a_source_column_that_a_direct_identity_edge_copies() -> None:
+    workload = Workload(TINY, seed=7)
+    message, about = workload.tagged_source()
+    assert (message.kind, message.key) == ("event", f"run:{about['job']}".encode())
+    event = json.loads(message.value)
+    assert (event["eventType"], event["run"]["runId"]) == ("COMPLETE", about["run_id"])
+    assert f"{event['job']['namespace']}/{event['job']['name']}" == about["job"]
+    tagged = [n for n in event["inputs"] if "tags" in n["facets"]]
+    assert [f"{n['namespace']}/{n['name']}" for n in tagged] == [about["dataset"]]
+    (node,) = tagged
+    assert node["facets"]["tags"]["tags"] == [
+        {"key": "pii", "value": "true", "source": "benchmark", "field": about["field"]}
+    ]
+    assert about["field"] in {f["name"] for f in node["facets"]["schema"]["fields"]}
+    sources = {(d.namespace, d.name) for d in workload.estate.datasets if d.source}
+    assert (node["namespace"], node["name"]) in sources
+    copies = [
+        ref
+        for out in event["outputs"]
+        for spec in out["facets"].get("columnLineage", {}).get("fields", {}).values()
+        for ref in spec["inputFields"]
+        if (ref["namespace"], ref["name"], ref["field"]) == (node["namespace"], node["name"], about["field"])
+        and (ref["transformations"][0]["type"], ref["transformations"][0]["subtype"])
+        == ("DIRECT", "IDENTITY")
+    ]
+    assert copies
+    # After every event of the history delta, before the benchmarks' reference time (an hour past the end).
+    history = [json.loads(m.value)["eventTime"] for m in workload.history() if m.kind == "event" and m.value]
+    assert max(history) < event["eventTime"] == about["event_time"]
+    assert event["eventTime"] < (workload.end + timedelta(hours=1)).isoformat().replace("+00:00", "")
+    assert (message, about) == Workload(TINY, seed=7).tagged_source()
+    assert validate(message.value).valid  # what the ingestion and the HTTP intake accept
 
 
 class _Pick(random.Random):
