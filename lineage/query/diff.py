@@ -62,6 +62,11 @@ _IO_COLUMNS = (
     "schema_hash",
     "lifecycle_states",
 )
+# The string columns read dictionary-encoded from the lake (LakeTables.arrow): coded through their
+# dictionaries. ``runs`` is read plainly (a run id per row; its strings are decoded for outcomes).
+_IO_TEXT = ("run_id", *_JOB, "dataset_id", "direction", "schema_hash")
+_FACET_RUN_TEXT = ("_facet", "run_id")
+_EDGE_TEXT = ("_facet", *COLUMN_EDGE_KEY)
 
 
 @dataclass(frozen=True)
@@ -167,11 +172,17 @@ def _strings(*names: str) -> Any:
     return pa.table({name: pa.array([], pa.string()) for name in names})
 
 
-def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_filter: Any = None) -> Any:
+def _lake_table(
+    store: LineageStore,
+    table: str,
+    columns: Sequence[str],
+    row_filter: Any = None,
+    dictionary: Sequence[str] = (),
+) -> Any:
     """A lineage table the store may not hold in memory (the read index holds the tables every question
     needs; the rest are read from Iceberg as of its build). None when the lake lacks the table."""
     try:
-        return store.arrow(table, columns, row_filter)
+        return store.arrow(table, columns, row_filter, dictionary=dictionary)
     except LookupError_:
         build = getattr(store, "build", None)
         try:
@@ -214,16 +225,64 @@ def _changed_fields(
     return added, removed, retyped
 
 
+def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
+    """``pc.index_in`` of a string column in ``value_set`` (int32, null where absent), or with ``found``
+    ``pc.is_in`` (false where absent or null). A dictionary-encoded chunk is looked up by its dictionary,
+    then taken by its indices: each distinct string hashed once, not once per row; every chunk in one
+    call, so that the value set is hashed once."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = pa.bool_() if found else pa.int32()
+    chunks = _chunks(column)
+    if not chunks:
+        return pa.chunked_array([], kind)
+    inputs = [(c.dictionary if pa.types.is_dictionary(c.type) else c).cast(pa.string()) for c in chunks]
+    looked = (pc.is_in if found else pc.index_in)(pa.chunked_array(inputs, pa.string()), value_set=value_set)
+    if [len(c) for c in looked.chunks] != [len(c) for c in inputs]:  # chunked as its input, or else split
+        whole, looked, at = looked.combine_chunks(), [], 0
+        for part in inputs:
+            looked.append(whole.slice(at, len(part)))
+            at += len(part)
+    else:
+        looked = looked.chunks
+    parts = []
+    for chunk, part in zip(chunks, looked, strict=True):
+        if pa.types.is_dictionary(chunk.type):
+            part = part.take(chunk.indices)
+        parts.append(pc.fill_null(part, False) if found else part)
+    return pa.chunked_array(parts, kind)
+
+
+def _used_values(*columns: Any) -> Any:
+    """The values of some string columns (chunked, nulls and repeats kept; fewer rows than the columns
+    when they are dictionary-encoded: each chunk's distinct values in use)."""
+    import pyarrow as pa
+
+    parts = []
+    for column in columns:
+        for chunk in _chunks(column):
+            if pa.types.is_dictionary(chunk.type):
+                used = chunk.unique()
+                parts.append(used.dictionary.cast(pa.string()).take(used.indices))
+            else:
+                parts.append(chunk.cast(pa.string()))
+    return pa.chunked_array(parts, pa.string())
+
+
 class _Codes:
     """Order-preserving integer codes of some string columns' values: 0 for a null, 1, 2 ... for the
     distinct values in sorted order, so that codes sort as their strings do (a null first, as an empty
-    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null)."""
+    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null). A value in
+    ``blank`` is coded as a null. The columns may be dictionary-encoded."""
 
-    def __init__(self, *columns: Any) -> None:
+    def __init__(self, *columns: Any, blank: str | None = None) -> None:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        chunks = [chunk.cast(pa.string()) for column in columns for chunk in _chunks(column)]
-        distinct = _sorted_unique(pa.chunked_array(chunks, pa.string())).drop_null()
+        distinct = _sorted_unique(_used_values(*columns)).drop_null()
+        if blank is not None:
+            distinct = distinct.filter(pc.not_equal(distinct, blank))
         self.values = pa.concat_arrays([pa.nulls(1, pa.string()), distinct])
 
     def __len__(self) -> int:
@@ -234,8 +293,15 @@ class _Codes:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = pc.index_in(column, value_set=self.values.slice(1))
+        found = _lookup(column, self.values.slice(1))
         return pc.fill_null(pc.add(found.cast(pa.int64()), 1), 0)
+
+    def code(self, value: str) -> int:
+        """The code of one value (-1: not among the coder's)."""
+        import pyarrow.compute as pc
+
+        found = pc.index_in(value, value_set=self.values.slice(1)).as_py()
+        return -1 if found is None else found + 1
 
     def decode(self, codes: Any) -> list[Any]:
         return self.values.take(codes).to_pylist()
@@ -378,7 +444,8 @@ class Observations:
     facets: int
     edge_facet: Any  # per exploded edge between known datasets: its facet code and column edge id
     edge_column: Any
-    column_rows: Any  # Arrow: COLUMN_EDGE_KEY by column edge id
+    column_rows: Any  # Arrow: COLUMN_EDGE_KEY per exploded edge (taken only for the edges listed)
+    column_first: Any  # the exploded edge (row of column_rows) of each column edge id
     column_source: Any  # dataset codes by column edge id
     column_target: Any
 
@@ -392,21 +459,13 @@ class Observations:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        ex = expressions()
-        recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
-        runs = store.arrow("runs", _RUN_COLUMNS, recent)
-        # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
-        early = (
-            None
-            if until is None
-            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
-        )
-        io = store.arrow("run_io", _IO_COLUMNS, early)
+        runs, io, facet_runs, edges, dataset_ids = _read(store, since, until)
         run_ids = runs.column("run_id").combine_chunks()
-        run = pc.index_in(io.column("run_id"), value_set=run_ids)
+        run = _lookup(io.column("run_id"), run_ids)
         known = pc.is_valid(run)
-        io, run = io.filter(known), run.filter(known)
-        facet_run, facet_code, edges, edge_facet, facets = _facets(store, run_ids)
+        # the run ids are coded (run): not carried through the filter
+        io, run = io.drop_columns(["run_id"]).filter(known), run.filter(known)
+        facet_run, facet_code, edges, edge_facet, facets = _facets(facet_runs, edges, run_ids, dataset_ids)
         jobs = _Jobs(
             [
                 (io.column("job_namespace"), io.column("job_name")),
@@ -418,17 +477,15 @@ class Observations:
             io.column("dataset_id"), edges.column("source_dataset_id"), edges.column("target_dataset_id")
         )
         directions = _Codes(io.column("direction"))
-        hashes = pc.if_else(pc.equal(io.column("schema_hash"), ""), None, io.column("schema_hash"))
-        schemas = _Codes(hashes)
+        schemas = _Codes(io.column("schema_hash"), blank="")  # an empty hash: no schema reported
         n_datasets, n_directions = len(datasets), len(directions)
         dataset = datasets(io.column("dataset_id"))
         pair_key = _combine(
             (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
         )
         pair, pair_keys, _ = _ids(pair_key)
-        edge, edge_keys, _ = _ids(
-            _combine((pair_key, len(jobs) * n_datasets), (directions(io.column("direction")), n_directions))
-        )
+        direction = directions(io.column("direction"))
+        edge, edge_keys, _ = _ids(_combine((pair_key, len(jobs) * n_datasets), (direction, n_directions)))
         edge_pair = _numpy(pc.index_in(pc.divide(edge_keys, n_directions), value_set=pair_keys))
         pair_job = _numpy(pc.divide(pair_keys, n_datasets))
         pair_dataset = _numpy(_remainder(pair_keys, n_datasets))
@@ -439,8 +496,9 @@ class Observations:
         drop_only = pc.and_(
             pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")
         )
-        outputs = _numpy(pc.equal(io.column("direction"), "output"))
-        schema_code = _numpy(schemas(hashes))
+        direction_code = _numpy(direction)
+        outputs = direction_code == directions.code("output")
+        schema_code = _numpy(schemas(io.column("schema_hash")))
         schema_at = _numpy(pc.coalesce(_micros(io.column("last_seen")), _micros(io.column("first_seen")), 0))
         dataset_code = _numpy(dataset)
         schema_row = np.flatnonzero(schema_code > 0)
@@ -448,11 +506,10 @@ class Observations:
             np.lexsort((schema_code[schema_row], schema_at[schema_row], dataset_code[schema_row]))
         ]
         ended = _ended_runs(runs, jobs)
-        reads, writes = _numpy(pc.equal(io.column("direction"), "input")), outputs & ~_numpy(drop_only)
+        reads, writes = direction_code == directions.code("input"), outputs & ~_numpy(drop_only)
         flows = _flows(pair_job, pair_dataset, np.unique(pair[reads]), np.unique(pair[writes]))
-        column_keys = _column_keys(edges, datasets, jobs)
+        column_keys, column_ends = _column_keys(edges, datasets, jobs)
         column, _keys, first = _ids(column_keys)
-        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(first)
         return cls(
             begin=_numpy(begin),
             end=_numpy(pc.coalesce(last, begin)),
@@ -494,44 +551,73 @@ class Observations:
             facets=facets,
             edge_facet=edge_facet,
             edge_column=column,
-            column_rows=column_rows,
-            column_source=_numpy(datasets(column_rows.column("source_dataset_id"))),
-            column_target=_numpy(datasets(column_rows.column("target_dataset_id"))),
+            column_rows=edges.select(list(COLUMN_EDGE_KEY)),
+            column_first=first,
+            column_source=column_ends[0][first],
+            column_target=column_ends[1][first],
         )
 
 
-def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, Any, Any, int]:
+def _read(store: LineageStore, since: datetime | None, until: datetime | None) -> tuple[Any, ...]:
+    """The rows :meth:`Observations.read` codes, read side by side (pyiceberg's scans decode Parquet
+    outside the GIL): ``runs`` with an event since ``since``, their ``run_io`` rows first seen before
+    ``until``, the column-lineage facet tables (empty on a lake without them) and the ids of the
+    datasets the store knows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = expressions()
+    recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
+    # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
+    early = (
+        None
+        if until is None
+        else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
+    )
+
+    def facet_tables() -> tuple[Any, Any]:
+        facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"), dictionary=_FACET_RUN_TEXT)
+        edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY), dictionary=_EDGE_TEXT)
+        if facet_runs is None or edges is None:
+            return _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
+        return facet_runs, edges
+
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="diff-read") as pool:
+        io = pool.submit(store.arrow, "run_io", _IO_COLUMNS, early, dictionary=_IO_TEXT)
+        runs = pool.submit(store.arrow, "runs", _RUN_COLUMNS, recent)
+        facets = pool.submit(facet_tables)
+        ids = pool.submit(store.dataset_ids)
+        return (runs.result(), io.result(), *facets.result(), ids.result())
+
+
+def _facets(facet_runs: Any, edges: Any, run_ids: Any, ids: Any) -> tuple[Any, Any, Any, Any, int]:
     """The column-lineage facets some runs reported and their exploded edges: per ``column_facet_runs``
     row of those runs, the run's position in ``run_ids`` and the facet's code (NumPy); the
-    ``column_facet_edges`` rows of those facets between datasets the store knows, and each one's facet
-    code; how many facets. None on a lake without those tables."""
+    ``column_facet_edges`` rows of those facets between datasets the store knows (``ids``), and each
+    one's facet code; how many facets."""
     import pyarrow.compute as pc
 
-    facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
-    edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
-    if facet_runs is None or edges is None:
-        facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
-    run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
+    run = _lookup(facet_runs.column("run_id"), run_ids)
     known = pc.is_valid(run)
     facet_runs, run = facet_runs.filter(known), run.filter(known)
     # facet ids need no order: codes are their positions among the distinct ones
-    facets = _unique_values(facet_runs.column("_facet"))
-    facet = pc.index_in(edges.column("_facet"), value_set=facets)
+    facets = _unique_values(_used_values(facet_runs.column("_facet")))
+    facet = _lookup(edges.column("_facet"), facets)
     # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
     # and the facet tables are read whole.
-    ids = store.dataset_ids()
     keep = pc.and_(
         pc.is_valid(facet),
         pc.and_(
-            pc.is_in(edges.column("source_dataset_id"), value_set=ids),
-            pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+            _lookup(edges.column("source_dataset_id"), ids, found=True),
+            _lookup(edges.column("target_dataset_id"), ids, found=True),
         ),
     )
+    if pc.all(keep).as_py() is not True:  # a filter that keeps every row still copies every string
+        edges, facet = edges.filter(keep), facet.filter(keep)
     return (
         _numpy(run.cast("int64")),
-        _numpy(pc.index_in(facet_runs.column("_facet"), value_set=facets)),
-        edges.filter(keep),
-        _numpy(facet.filter(keep)),
+        _numpy(_lookup(facet_runs.column("_facet"), facets)),
+        edges,
+        _numpy(facet),
         len(facets),
     )
 
@@ -581,27 +667,25 @@ def _flows(pair_job: Any, pair_dataset: Any, read: Any, written: Any) -> dict[st
     return {name: values[keep][order] for name, values in out.items()}
 
 
-def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> Any:
+def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> tuple[Any, tuple[Any, Any]]:
     """One int64 key per exploded column edge, ordered as (source, field, target, field, job) are: each
-    end (dataset, field) renumbered densely first, so that the key stays within 64 bits."""
+    end (dataset, field) renumbered densely first, so that the key stays within 64 bits; and the dataset
+    codes of each edge's source and target (NumPy)."""
     import pyarrow as pa
 
     fields = _Codes(edges.column("source_field"), edges.column("target_field"))
-    ends = [
-        pa.array(
-            _ids(
-                _combine(
-                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
-                    (fields(edges.column(f"{side}_field")), len(fields)),
-                )
-            )[0],
-            pa.int64(),
-        )
-        for side in ("source", "target")
-    ]
+    ends, dataset_codes = [], []
+    for side in ("source", "target"):
+        dataset = datasets(edges.column(f"{side}_dataset_id"))
+        dataset_codes.append(_numpy(dataset))
+        end = _combine((dataset, len(datasets)), (fields(edges.column(f"{side}_field")), len(fields)))
+        ends.append(pa.array(_ids(end)[0], pa.int64()))
     bound = max(len(edges), 1)
     job = jobs(edges.column("job_namespace"), edges.column("job_name"))
-    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs)))
+    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs))), (
+        dataset_codes[0],
+        dataset_codes[1],
+    )
 
 
 @dataclass
@@ -648,7 +732,7 @@ def _seen_in(obs: Observations, frame: Window, since: datetime, around: _Around 
     # the column edges of the facets the window's writing runs reported
     writing = _bits(obs.runs, obs.run[seen & obs.outputs])
     facets = _bits(obs.facets, obs.facet_code[writing[obs.facet_run]])
-    column_edges = _bits(len(obs.column_rows), obs.edge_column[facets[obs.edge_facet]])
+    column_edges = _bits(len(obs.column_first), obs.edge_column[facets[obs.edge_facet]])
     # each dataset's schema, as last reported: the last of its rows in (dataset, when, hash) order
     rows = np.flatnonzero(seen[obs.schema_row])
     last = rows[_last_of_runs(obs.schema_dataset[rows])]
@@ -750,7 +834,7 @@ def diff(
         return list(zip(sources, targets, namespaces, names, strict=True))
 
     def column_edges(ids: Any) -> list[ColumnEdge]:
-        rows = obs.column_rows.take(ids)
+        rows = obs.column_rows.take(obs.column_first[ids])
         return list(zip(*(rows.column(c).to_pylist() for c in COLUMN_EDGE_KEY), strict=True))
 
     listed: dict[str, Any] = {

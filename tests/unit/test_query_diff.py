@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
@@ -475,6 +476,7 @@ def test_the_columnar_diff_follows_the_row_by_row_rules(seed: int) -> None:
     ]
     # what the CLI does: the rows its windows can observe read and coded for them, not the index's
     assert diff(_unheld(s), base, current, limit=None) == changes
+    assert diff(_encoded(s), base, current, limit=None) == changes
     counted = diff(s, base, current, limit=2)
     assert counted.counts["job_edges"] == {
         "appeared": len(changes.job_edges[0]),
@@ -492,6 +494,39 @@ class _Unheld(IndexedStore):
 
 def _unheld(s: IndexedStore) -> IndexedStore:
     return _Unheld(s.settings, s._tables)
+
+
+class _Encoded(_Unheld):
+    """As the lake answers the CLI (lineage.query.tables.LakeTables.arrow): the string columns asked for
+    dictionary-encoded, in chunks of two rows, each chunk with its own dictionary of every value of the
+    column in reverse order (most entries unused by its rows, none in sorted order)."""
+
+    def arrow(
+        self, table: str, columns: Any = None, row_filter: Any = None, dictionary: Any = ()
+    ) -> pa.Table:
+        data = super().arrow(table, columns, row_filter)
+        for name in dictionary:
+            column = data.column(name).combine_chunks()
+            values = pc.unique(column).drop_null()
+            values = values.take(pa.array(range(len(values) - 1, -1, -1), pa.int64()))
+            chunks = [
+                pa.DictionaryArray.from_arrays(pc.index_in(part, value_set=values), values)
+                for part in (column.slice(at, 2) for at in range(0, len(column), 2))
+            ]
+            kind = pa.dictionary(pa.int32(), pa.string())
+            data = data.set_column(data.schema.get_field_index(name), name, pa.chunked_array(chunks, kind))
+        return data
+
+
+def _encoded(s: IndexedStore) -> IndexedStore:
+    return _Encoded(s.settings, s._tables)
+
+
+def test_the_lakes_dictionary_encoded_strings_code_as_plain_ones() -> None:
+    base, current = windows(now=NOW)
+    plain = diff(_unheld(store()), base, current, limit=None)
+    encoded = diff(_encoded(store()), base, current, limit=None)
+    assert encoded == plain and encoded.job_edges[0] and encoded.column_edges[0] and encoded.schemas
 
 
 def test_a_lake_without_the_facet_tables_has_no_column_edges() -> None:
