@@ -63,8 +63,9 @@ _IO_COLUMNS = (
     "lifecycle_states",
 )
 # The string columns read dictionary-encoded from the lake (LakeTables.arrow): coded through their
-# dictionaries. ``runs`` is read plainly (a run id per row; its strings are decoded for outcomes).
-_IO_TEXT = ("run_id", *_JOB, "dataset_id", "direction", "schema_hash")
+# dictionaries. Run ids are read plainly: hardly repeated, their dictionaries are as long as the rows.
+_IO_TEXT = (*_JOB, "dataset_id", "direction", "schema_hash")
+_RUN_TEXT = (*_JOB, "reported_state")
 _FACET_RUN_TEXT = ("_facet", "run_id")
 _EDGE_TEXT = ("_facet", *COLUMN_EDGE_KEY)
 
@@ -237,7 +238,20 @@ def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
     chunks = _chunks(column)
     if not chunks:
         return pa.chunked_array([], kind)
-    inputs = [(c.dictionary if pa.types.is_dictionary(c.type) else c).cast(pa.string()) for c in chunks]
+    # the chunks of one Parquet row group share its dictionary: each dictionary looked up once
+    inputs: list[Any] = []
+    source: list[int] = []  # per chunk, its input
+    shared: dict[Any, int] = {}
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            key = _same(chunk.dictionary)
+            if key not in shared:
+                shared[key] = len(inputs)
+                inputs.append(chunk.dictionary.cast(pa.string()))
+            source.append(shared[key])
+        else:
+            source.append(len(inputs))
+            inputs.append(chunk.cast(pa.string()))
     looked = (pc.is_in if found else pc.index_in)(pa.chunked_array(inputs, pa.string()), value_set=value_set)
     if [len(c) for c in looked.chunks] != [len(c) for c in inputs]:  # chunked as its input, or else split
         whole, looked, at = looked.combine_chunks(), [], 0
@@ -247,11 +261,17 @@ def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
     else:
         looked = looked.chunks
     parts = []
-    for chunk, part in zip(chunks, looked, strict=True):
-        if pa.types.is_dictionary(chunk.type):
-            part = part.take(chunk.indices)
+    for chunk, at in zip(chunks, source, strict=True):
+        part = looked[at].take(chunk.indices) if pa.types.is_dictionary(chunk.type) else looked[at]
         parts.append(pc.fill_null(part, False) if found else part)
     return pa.chunked_array(parts, kind)
+
+
+def _same(array: Any) -> tuple[Any, ...]:
+    """What makes two Arrow arrays the same values without comparing them: the same buffers, offset and
+    length (batches of one Parquet row group share its dictionary's)."""
+    buffers = tuple(None if b is None else (b.address, b.size) for b in array.buffers())
+    return (str(array.type), array.offset, len(array), buffers)
 
 
 def _used_values(*columns: Any) -> Any:
@@ -583,7 +603,7 @@ def _read(store: LineageStore, since: datetime | None, until: datetime | None) -
 
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="diff-read") as pool:
         io = pool.submit(store.arrow, "run_io", _IO_COLUMNS, early, dictionary=_IO_TEXT)
-        runs = pool.submit(store.arrow, "runs", _RUN_COLUMNS, recent)
+        runs = pool.submit(store.arrow, "runs", _RUN_COLUMNS, recent, dictionary=_RUN_TEXT)
         facets = pool.submit(facet_tables)
         ids = pool.submit(store.dataset_ids)
         return (runs.result(), io.result(), *facets.result(), ids.result())
@@ -637,7 +657,7 @@ def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
     import pyarrow.compute as pc
 
     ended = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
-    terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
+    terminal = _lookup(runs.column("reported_state"), pa.array(TERMINAL_STATES, pa.string()), found=True)
     keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
     table = pa.table(
         {
@@ -648,6 +668,8 @@ def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
             "state": runs.column("reported_state"),
         }
     ).filter(pc.fill_null(keep, False))
+    # the states as plain strings (the lake's are read dictionary-encoded): sorted and listed as such
+    table = table.set_column(4, "state", table.column("state").cast(pa.string()))
     return table.sort_by([(c, "ascending") for c in ("job", "ended", "run_id", "state")])
 
 
