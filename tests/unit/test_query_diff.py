@@ -609,3 +609,17 @@ def test_the_graph_of_a_longer_diff_says_it_draws_the_first_changes(tmp_path: Pa
     result = _cli(store(), args)
     assert result.exit_code == 0 and "; the first 1 changes of each kind, --all for all)" in result.output
     assert result.output.startswith(f"wrote {out} (") and "2 edges changed" in result.output
+
+
+def test_rows_in_group_time_code_order_with_either_sort() -> None:
+    import numpy as np
+
+    from lineage.query.diff import _order
+
+    rng = np.random.default_rng(7)
+    group, at, then = rng.integers(0, 5, 200), rng.integers(0, 50, 200) * 10**6, rng.integers(0, 3, 200)
+    expected = np.lexsort((then, at, group))
+    assert (_order(group, 5, at, then) == expected).all()  # group and time as one key
+    wide = at * 2**35  # their product past 63 bits: three keys
+    assert (_order(group, 5, wide, then) == np.lexsort((then, wide, group))).all()
+    assert len(_order(group[:0], 5, at[:0], then[:0])) == 0
