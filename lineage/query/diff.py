@@ -231,13 +231,18 @@ def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
     ``pc.is_in`` (false where absent or null). A dictionary-encoded chunk is looked up by its dictionary,
     then taken by its indices: each distinct string hashed once, not once per row; every chunk in one
     call, so that the value set is hashed once."""
+    return _lookups([column], value_set, found)[0]
+
+
+def _lookups(columns: Sequence[Any], value_set: Any, found: bool = False) -> list[Any]:
+    """:func:`_lookup` of several columns in one value set, hashed once for all of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     kind = pa.bool_() if found else pa.int32()
-    chunks = _chunks(column)
+    chunks = [chunk for column in columns for chunk in _chunks(column)]
     if not chunks:
-        return pa.chunked_array([], kind)
+        return [pa.chunked_array([], kind) for _column in columns]
     # the chunks of one Parquet row group share its dictionary: each dictionary looked up once
     inputs: list[Any] = []
     source: list[int] = []  # per chunk, its input
@@ -264,7 +269,12 @@ def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
     for chunk, at in zip(chunks, source, strict=True):
         part = looked[at].take(chunk.indices) if pa.types.is_dictionary(chunk.type) else looked[at]
         parts.append(pc.fill_null(part, False) if found else part)
-    return pa.chunked_array(parts, kind)
+    out, at = [], 0
+    for column in columns:
+        count = len(_chunks(column))
+        out.append(pa.chunked_array(parts[at : at + count], kind))
+        at += count
+    return out
 
 
 def _same(array: Any) -> tuple[Any, ...]:
@@ -346,8 +356,16 @@ class _Jobs:
 
         self.namespaces = _Codes(*(ns for ns, _name in pairs))
         self.names = _Codes(*(name for _ns, name in pairs))
-        keys = [self._key(ns, name) for ns, name in pairs]
-        self.keys = _sorted_unique(pa.chunked_array([c for k in keys for c in _chunks(k)], pa.int64()))
+        self._made_from = [self._key(ns, name) for ns, name in pairs]
+        chunks = [c for k in self._made_from for c in _chunks(k)]
+        self.keys = _sorted_unique(pa.chunked_array(chunks, pa.int64()))
+
+    def codes_of(self, source: int) -> Any:
+        """The codes of the jobs of the ``source``-th pair of columns it was made from (their keys kept)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.index_in(self._made_from[source], value_set=self.keys).cast(pa.int64())
 
     def _key(self, namespaces: Any, names: Any) -> Any:
         return _combine(
@@ -493,8 +511,8 @@ class Observations:
 
         runs, io, facet_runs, edges, dataset_ids = _read(store, since, until)
         run_ids = runs.column("run_id").combine_chunks()
-        facets_coded = pool.submit(_facets, facet_runs, edges, run_ids, dataset_ids)
-        run = _lookup(io.column("run_id"), run_ids)
+        run, facet_runs_run = _lookups([io.column("run_id"), facet_runs.column("run_id")], run_ids)
+        facets_coded = pool.submit(_facets, facet_runs, facet_runs_run, edges, dataset_ids)
         known = pc.is_valid(run)
         # the run ids are coded (run): not carried through the filter
         io, run = io.drop_columns(["run_id"]).filter(known), run.filter(known)
@@ -513,11 +531,9 @@ class Observations:
         schemas = _Codes(io.column("schema_hash"), blank="")  # an empty hash: no schema reported
         n_datasets, n_directions = len(datasets), len(directions)
         columns_coded = pool.submit(_column_ids, edges, datasets, jobs)
-        ended_coded = pool.submit(_ended_runs, runs, jobs)
+        ended_coded = pool.submit(_ended_runs, runs, jobs.codes_of(1))
         dataset = datasets(io.column("dataset_id"))
-        pair_key = _combine(
-            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
-        )
+        pair_key = _combine((jobs.codes_of(0), len(jobs)), (dataset, n_datasets))
         pair, pair_keys, _ = _ids(pair_key)
         direction = directions(io.column("direction"))
         edge, edge_keys, _ = _ids(_combine((pair_key, len(jobs) * n_datasets), (direction, n_directions)))
@@ -645,14 +661,13 @@ def _read(store: LineageStore, since: datetime | None, until: datetime | None) -
         return (runs.result(), io.result(), *facets.result(), ids.result())
 
 
-def _facets(facet_runs: Any, edges: Any, run_ids: Any, ids: Any) -> tuple[Any, Any, Any, Any, int]:
+def _facets(facet_runs: Any, run: Any, edges: Any, ids: Any) -> tuple[Any, Any, Any, Any, int]:
     """The column-lineage facets some runs reported and their exploded edges: per ``column_facet_runs``
-    row of those runs, the run's position in ``run_ids`` and the facet's code (NumPy); the
-    ``column_facet_edges`` rows of those facets between datasets the store knows (``ids``), and each
-    one's facet code; how many facets."""
+    row of those runs (``run``: each row's run's position among them, null for another run), the run's
+    position and the facet's code (NumPy); the ``column_facet_edges`` rows of those facets between
+    datasets the store knows (``ids``), and each one's facet code; how many facets."""
     import pyarrow.compute as pc
 
-    run = _lookup(facet_runs.column("run_id"), run_ids)
     known = pc.is_valid(run)
     facet_runs, run = facet_runs.filter(known), run.filter(known)
     # facet ids need no order: codes are their positions among the distinct ones
@@ -686,9 +701,9 @@ def _unique_values(values: Any) -> Any:
     return distinct.combine_chunks() if isinstance(distinct, pa.ChunkedArray) else distinct
 
 
-def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
-    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code), ended,
-    run_last (µs), run_id, state."""
+def _ended_runs(runs: Any, job: Any) -> Any:
+    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code, ``job``
+    per run), ended, run_last (µs), run_id, state."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -697,7 +712,7 @@ def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
     keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
     table = pa.table(
         {
-            "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
+            "job": job,
             "ended": ended,
             "run_last": _micros(runs.column("last_event_at")),
             "run_id": runs.column("run_id"),
@@ -739,7 +754,7 @@ def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> tuple[Any, tuple[
         end = _combine((dataset, len(datasets)), (fields(edges.column(f"{side}_field")), len(fields)))
         ends.append(pa.array(_ids(end)[0], pa.int64()))
     bound = max(len(edges), 1)
-    job = jobs(edges.column("job_namespace"), edges.column("job_name"))
+    job = jobs.codes_of(2)  # the coder was made of run_io's jobs, then runs', then these edges'
     return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs))), (
         dataset_codes[0],
         dataset_codes[1],
