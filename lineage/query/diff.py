@@ -21,7 +21,8 @@ possible dataset edge and column edge, in the order of its strings). A window is
 the rows, what it observed bitmaps over those ids, a diff ``after & ~before``, and only the changes
 listed (the first ``limit`` of each kind: the smallest ids) are decoded into Python values; every kind
 is counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
-the CLI codes the rows its windows can observe.
+the CLI codes the rows its windows can observe, read from the lake in threads with their repeated strings
+dictionary-encoded (coded through each row group's dictionary, not row by row).
 """
 
 from __future__ import annotations
