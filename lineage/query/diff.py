@@ -611,7 +611,7 @@ class Observations:
 
 def _order(group: Any, groups: int, at: Any, then: Any) -> Any:
     """The positions of some rows in (group, at, then) order (NumPy integers; ``group`` below
-    ``groups``): the first two as one key when their product fits in 63 bits, as a week of microseconds
+    ``groups``): the first two as one key when their product fits in 63 bits, as two weeks of microseconds
     times the datasets of tier M does, a sort of two keys instead of three."""
     import numpy as np
 
