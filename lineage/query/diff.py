@@ -21,7 +21,8 @@ possible dataset edge and column edge, in the order of its strings). A window is
 the rows, what it observed bitmaps over those ids, a diff ``after & ~before``, and only the changes
 listed (the first ``limit`` of each kind: the smallest ids) are decoded into Python values; every kind
 is counted in full. The read index keeps the coded rows of its build (``IndexedStore.diff_observations``);
-the CLI codes the rows its windows can observe.
+the CLI codes the rows its windows can observe, read from the lake in threads with their repeated strings
+dictionary-encoded (coded through each row group's dictionary, not row by row).
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ _IO_COLUMNS = (
     "schema_hash",
     "lifecycle_states",
 )
+# The string columns read dictionary-encoded from the lake (LakeTables.arrow): coded through their
+# dictionaries. Run ids are read plainly: hardly repeated, their dictionaries are as long as the rows.
+_IO_TEXT = (*_JOB, "dataset_id", "direction", "schema_hash")
+_RUN_TEXT = (*_JOB, "reported_state")
+_FACET_RUN_TEXT = ("_facet", "run_id")
+_EDGE_TEXT = ("_facet", *COLUMN_EDGE_KEY)
 
 
 @dataclass(frozen=True)
@@ -167,11 +174,17 @@ def _strings(*names: str) -> Any:
     return pa.table({name: pa.array([], pa.string()) for name in names})
 
 
-def _lake_table(store: LineageStore, table: str, columns: Sequence[str], row_filter: Any = None) -> Any:
+def _lake_table(
+    store: LineageStore,
+    table: str,
+    columns: Sequence[str],
+    row_filter: Any = None,
+    dictionary: Sequence[str] = (),
+) -> Any:
     """A lineage table the store may not hold in memory (the read index holds the tables every question
     needs; the rest are read from Iceberg as of its build). None when the lake lacks the table."""
     try:
-        return store.arrow(table, columns, row_filter)
+        return store.arrow(table, columns, row_filter, dictionary=dictionary)
     except LookupError_:
         build = getattr(store, "build", None)
         try:
@@ -214,16 +227,93 @@ def _changed_fields(
     return added, removed, retyped
 
 
+def _lookup(column: Any, value_set: Any, found: bool = False) -> Any:
+    """``pc.index_in`` of a string column in ``value_set`` (int32, null where absent), or with ``found``
+    ``pc.is_in`` (false where absent or null). A dictionary-encoded chunk is looked up by its dictionary,
+    then taken by its indices: each distinct string hashed once, not once per row; every chunk in one
+    call, so that the value set is hashed once."""
+    return _lookups([column], value_set, found)[0]
+
+
+def _lookups(columns: Sequence[Any], value_set: Any, found: bool = False) -> list[Any]:
+    """:func:`_lookup` of several columns in one value set, hashed once for all of them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = pa.bool_() if found else pa.int32()
+    chunks = [chunk for column in columns for chunk in _chunks(column)]
+    if not chunks:
+        return [pa.chunked_array([], kind) for _column in columns]
+    # the chunks of one Parquet row group share its dictionary: each dictionary looked up once
+    inputs: list[Any] = []
+    source: list[int] = []  # per chunk, its input
+    shared: dict[Any, int] = {}
+    for chunk in chunks:
+        if pa.types.is_dictionary(chunk.type):
+            key = _same(chunk.dictionary)
+            if key not in shared:
+                shared[key] = len(inputs)
+                inputs.append(chunk.dictionary.cast(pa.string()))
+            source.append(shared[key])
+        else:
+            source.append(len(inputs))
+            inputs.append(chunk.cast(pa.string()))
+    looked = (pc.is_in if found else pc.index_in)(pa.chunked_array(inputs, pa.string()), value_set=value_set)
+    if [len(c) for c in looked.chunks] != [len(c) for c in inputs]:  # chunked as its input, or else split
+        whole, looked, at = looked.combine_chunks(), [], 0
+        for part in inputs:
+            looked.append(whole.slice(at, len(part)))
+            at += len(part)
+    else:
+        looked = looked.chunks
+    parts = []
+    for chunk, at in zip(chunks, source, strict=True):
+        part = looked[at].take(chunk.indices) if pa.types.is_dictionary(chunk.type) else looked[at]
+        parts.append(pc.fill_null(part, False) if found else part)
+    out, at = [], 0
+    for column in columns:
+        count = len(_chunks(column))
+        out.append(pa.chunked_array(parts[at : at + count], kind))
+        at += count
+    return out
+
+
+def _same(array: Any) -> tuple[Any, ...]:
+    """What makes two Arrow arrays the same values without comparing them: the same buffers, offset and
+    length (batches of one Parquet row group share its dictionary's)."""
+    buffers = tuple(None if b is None else (b.address, b.size) for b in array.buffers())
+    return (str(array.type), array.offset, len(array), buffers)
+
+
+def _used_values(*columns: Any) -> Any:
+    """The values of some string columns (chunked, nulls and repeats kept; fewer rows than the columns
+    when they are dictionary-encoded: each chunk's distinct values in use)."""
+    import pyarrow as pa
+
+    parts = []
+    for column in columns:
+        for chunk in _chunks(column):
+            if pa.types.is_dictionary(chunk.type):
+                used = chunk.unique()
+                parts.append(used.dictionary.cast(pa.string()).take(used.indices))
+            else:
+                parts.append(chunk.cast(pa.string()))
+    return pa.chunked_array(parts, pa.string())
+
+
 class _Codes:
     """Order-preserving integer codes of some string columns' values: 0 for a null, 1, 2 ... for the
     distinct values in sorted order, so that codes sort as their strings do (a null first, as an empty
-    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null)."""
+    string would in a Python sort key). ``values`` decodes a code (``values[0]`` is null). A value in
+    ``blank`` is coded as a null. The columns may be dictionary-encoded."""
 
-    def __init__(self, *columns: Any) -> None:
+    def __init__(self, *columns: Any, blank: str | None = None) -> None:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
-        chunks = [chunk.cast(pa.string()) for column in columns for chunk in _chunks(column)]
-        distinct = _sorted_unique(pa.chunked_array(chunks, pa.string())).drop_null()
+        distinct = _sorted_unique(_used_values(*columns)).drop_null()
+        if blank is not None:
+            distinct = distinct.filter(pc.not_equal(distinct, blank))
         self.values = pa.concat_arrays([pa.nulls(1, pa.string()), distinct])
 
     def __len__(self) -> int:
@@ -234,8 +324,15 @@ class _Codes:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        found = pc.index_in(column, value_set=self.values.slice(1))
+        found = _lookup(column, self.values.slice(1))
         return pc.fill_null(pc.add(found.cast(pa.int64()), 1), 0)
+
+    def code(self, value: str) -> int:
+        """The code of one value (-1: not among the coder's)."""
+        import pyarrow.compute as pc
+
+        found = pc.index_in(value, value_set=self.values.slice(1)).as_py()
+        return -1 if found is None else found + 1
 
     def decode(self, codes: Any) -> list[Any]:
         return self.values.take(codes).to_pylist()
@@ -260,8 +357,16 @@ class _Jobs:
 
         self.namespaces = _Codes(*(ns for ns, _name in pairs))
         self.names = _Codes(*(name for _ns, name in pairs))
-        keys = [self._key(ns, name) for ns, name in pairs]
-        self.keys = _sorted_unique(pa.chunked_array([c for k in keys for c in _chunks(k)], pa.int64()))
+        self._made_from = [self._key(ns, name) for ns, name in pairs]
+        chunks = [c for k in self._made_from for c in _chunks(k)]
+        self.keys = _sorted_unique(pa.chunked_array(chunks, pa.int64()))
+
+    def codes_of(self, source: int) -> Any:
+        """The codes of the jobs of the ``source``-th pair of columns it was made from (their keys kept)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.index_in(self._made_from[source], value_set=self.keys).cast(pa.int64())
 
     def _key(self, namespaces: Any, names: Any) -> Any:
         return _combine(
@@ -378,7 +483,8 @@ class Observations:
     facets: int
     edge_facet: Any  # per exploded edge between known datasets: its facet code and column edge id
     edge_column: Any
-    column_rows: Any  # Arrow: COLUMN_EDGE_KEY by column edge id
+    column_rows: Any  # Arrow: COLUMN_EDGE_KEY per exploded edge (taken only for the edges listed)
+    column_first: Any  # the exploded edge (row of column_rows) of each column edge id
     column_source: Any  # dataset codes by column edge id
     column_target: Any
 
@@ -388,25 +494,30 @@ class Observations:
     ) -> Observations:
         """The observations of every run (``since``, ``until``: only of the rows windows between them
         can observe: runs with an event since ``since``, rows first seen before ``until``)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff-code") as pool:
+            return cls._code(store, since, until, pool)
+
+    @classmethod
+    def _code(
+        cls, store: LineageStore, since: datetime | None, until: datetime | None, pool: Any
+    ) -> Observations:
+        """:meth:`read`'s coding: the column lineage's half (the facets, the column edges' keys and ids)
+        in ``pool`` while this thread codes the run_io rows' (Arrow's kernels and NumPy's sorts let go
+        of the GIL)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        ex = expressions()
-        recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
-        runs = store.arrow("runs", _RUN_COLUMNS, recent)
-        # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
-        early = (
-            None
-            if until is None
-            else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
-        )
-        io = store.arrow("run_io", _IO_COLUMNS, early)
+        runs, io, facet_runs, edges, dataset_ids = _read(store, since, until)
         run_ids = runs.column("run_id").combine_chunks()
-        run = pc.index_in(io.column("run_id"), value_set=run_ids)
+        run, facet_runs_run = _lookups([io.column("run_id"), facet_runs.column("run_id")], run_ids)
+        facets_coded = pool.submit(_facets, facet_runs, facet_runs_run, edges, dataset_ids)
         known = pc.is_valid(run)
-        io, run = io.filter(known), run.filter(known)
-        facet_run, facet_code, edges, edge_facet, facets = _facets(store, run_ids)
+        # the run ids are coded (run): not carried through the filter
+        io, run = io.drop_columns(["run_id"]).filter(known), run.filter(known)
+        facet_run, facet_code, edges, edge_facet, facets = facets_coded.result()
         jobs = _Jobs(
             [
                 (io.column("job_namespace"), io.column("job_name")),
@@ -418,17 +529,15 @@ class Observations:
             io.column("dataset_id"), edges.column("source_dataset_id"), edges.column("target_dataset_id")
         )
         directions = _Codes(io.column("direction"))
-        hashes = pc.if_else(pc.equal(io.column("schema_hash"), ""), None, io.column("schema_hash"))
-        schemas = _Codes(hashes)
+        schemas = _Codes(io.column("schema_hash"), blank="")  # an empty hash: no schema reported
         n_datasets, n_directions = len(datasets), len(directions)
+        columns_coded = pool.submit(_column_ids, edges, datasets, jobs)
+        ended_coded = pool.submit(_ended_runs, runs, jobs.codes_of(1))
         dataset = datasets(io.column("dataset_id"))
-        pair_key = _combine(
-            (jobs(io.column("job_namespace"), io.column("job_name")), len(jobs)), (dataset, n_datasets)
-        )
+        pair_key = _combine((jobs.codes_of(0), len(jobs)), (dataset, n_datasets))
         pair, pair_keys, _ = _ids(pair_key)
-        edge, edge_keys, _ = _ids(
-            _combine((pair_key, len(jobs) * n_datasets), (directions(io.column("direction")), n_directions))
-        )
+        direction = directions(io.column("direction"))
+        edge, edge_keys, _ = _ids(_combine((pair_key, len(jobs) * n_datasets), (direction, n_directions)))
         edge_pair = _numpy(pc.index_in(pc.divide(edge_keys, n_directions), value_set=pair_keys))
         pair_job = _numpy(pc.divide(pair_keys, n_datasets))
         pair_dataset = _numpy(_remainder(pair_keys, n_datasets))
@@ -439,20 +548,19 @@ class Observations:
         drop_only = pc.and_(
             pc.equal(pc.list_value_length(states), 1), pc.equal(pc.binary_join(states, ","), "DROP")
         )
-        outputs = _numpy(pc.equal(io.column("direction"), "output"))
-        schema_code = _numpy(schemas(hashes))
+        direction_code = _numpy(direction)
+        outputs = direction_code == directions.code("output")
+        schema_code = _numpy(schemas(io.column("schema_hash")))
         schema_at = _numpy(pc.coalesce(_micros(io.column("last_seen")), _micros(io.column("first_seen")), 0))
         dataset_code = _numpy(dataset)
         schema_row = np.flatnonzero(schema_code > 0)
         schema_row = schema_row[
-            np.lexsort((schema_code[schema_row], schema_at[schema_row], dataset_code[schema_row]))
+            _order(dataset_code[schema_row], n_datasets, schema_at[schema_row], schema_code[schema_row])
         ]
-        ended = _ended_runs(runs, jobs)
-        reads, writes = _numpy(pc.equal(io.column("direction"), "input")), outputs & ~_numpy(drop_only)
+        reads, writes = direction_code == directions.code("input"), outputs & ~_numpy(drop_only)
         flows = _flows(pair_job, pair_dataset, np.unique(pair[reads]), np.unique(pair[writes]))
-        column_keys = _column_keys(edges, datasets, jobs)
-        column, _keys, first = _ids(column_keys)
-        column_rows = edges.select(list(COLUMN_EDGE_KEY)).take(first)
+        ended = ended_coded.result()
+        column, first, column_ends = columns_coded.result()
         return cls(
             begin=_numpy(begin),
             end=_numpy(pc.coalesce(last, begin)),
@@ -494,44 +602,94 @@ class Observations:
             facets=facets,
             edge_facet=edge_facet,
             edge_column=column,
-            column_rows=column_rows,
-            column_source=_numpy(datasets(column_rows.column("source_dataset_id"))),
-            column_target=_numpy(datasets(column_rows.column("target_dataset_id"))),
+            column_rows=edges.select(list(COLUMN_EDGE_KEY)),
+            column_first=first,
+            column_source=column_ends[0][first],
+            column_target=column_ends[1][first],
         )
 
 
-def _facets(store: LineageStore, run_ids: Any) -> tuple[Any, Any, Any, Any, int]:
+def _order(group: Any, groups: int, at: Any, then: Any) -> Any:
+    """The positions of some rows in (group, at, then) order (NumPy integers; ``group`` below
+    ``groups``): the first two as one key when their product fits in 63 bits, as two weeks of microseconds
+    times the datasets of tier M does, a sort of two keys instead of three."""
+    import numpy as np
+
+    if not len(at):
+        return np.zeros(0, np.int64)
+    low, span = int(at.min()), int(at.max()) - int(at.min()) + 1
+    if groups * span >= 2**62:
+        return np.lexsort((then, at, group))
+    return np.lexsort((then, group.astype(np.int64) * span + (at - low)))
+
+
+def _column_ids(edges: Any, datasets: _Codes, jobs: _Jobs) -> tuple[Any, Any, tuple[Any, Any]]:
+    """Each exploded column edge's column edge id, the first edge of each id, and the dataset codes of
+    each edge's ends (NumPy)."""
+    column_keys, ends = _column_keys(edges, datasets, jobs)
+    column, _keys, first = _ids(column_keys)
+    return column, first, ends
+
+
+def _read(store: LineageStore, since: datetime | None, until: datetime | None) -> tuple[Any, ...]:
+    """The rows :meth:`Observations.read` codes, read side by side (pyiceberg's scans decode Parquet
+    outside the GIL): ``runs`` with an event since ``since``, their ``run_io`` rows first seen before
+    ``until``, the column-lineage facet tables (empty on a lake without them) and the ids of the
+    datasets the store knows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = expressions()
+    recent = None if since is None else ex.GreaterThanOrEqual("last_event_at", since.isoformat())
+    # A row first seen after both windows overlaps neither (one without first_seen counts from its last).
+    early = (
+        None
+        if until is None
+        else ex.Or(ex.LessThan("first_seen", until.isoformat()), ex.IsNull("first_seen"))
+    )
+
+    def facet_tables() -> tuple[Any, Any]:
+        facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"), dictionary=_FACET_RUN_TEXT)
+        edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY), dictionary=_EDGE_TEXT)
+        if facet_runs is None or edges is None:
+            return _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
+        return facet_runs, edges
+
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="diff-read") as pool:
+        io = pool.submit(store.arrow, "run_io", _IO_COLUMNS, early, dictionary=_IO_TEXT)
+        runs = pool.submit(store.arrow, "runs", _RUN_COLUMNS, recent, dictionary=_RUN_TEXT)
+        facets = pool.submit(facet_tables)
+        ids = pool.submit(store.dataset_ids)
+        return (runs.result(), io.result(), *facets.result(), ids.result())
+
+
+def _facets(facet_runs: Any, run: Any, edges: Any, ids: Any) -> tuple[Any, Any, Any, Any, int]:
     """The column-lineage facets some runs reported and their exploded edges: per ``column_facet_runs``
-    row of those runs, the run's position in ``run_ids`` and the facet's code (NumPy); the
-    ``column_facet_edges`` rows of those facets between datasets the store knows, and each one's facet
-    code; how many facets. None on a lake without those tables."""
+    row of those runs (``run``: each row's run's position among them, null for another run), the run's
+    position and the facet's code (NumPy); the ``column_facet_edges`` rows of those facets between
+    datasets the store knows (``ids``), and each one's facet code; how many facets."""
     import pyarrow.compute as pc
 
-    facet_runs = _lake_table(store, "column_facet_runs", ("_facet", "run_id"))
-    edges = _lake_table(store, "column_facet_edges", ("_facet", *COLUMN_EDGE_KEY))
-    if facet_runs is None or edges is None:
-        facet_runs, edges = _strings("_facet", "run_id"), _strings("_facet", *COLUMN_EDGE_KEY)
-    run = pc.index_in(facet_runs.column("run_id"), value_set=run_ids)
     known = pc.is_valid(run)
     facet_runs, run = facet_runs.filter(known), run.filter(known)
     # facet ids need no order: codes are their positions among the distinct ones
-    facets = _unique_values(facet_runs.column("_facet"))
-    facet = pc.index_in(edges.column("_facet"), value_set=facets)
+    facets = _unique_values(_used_values(facet_runs.column("_facet")))
+    facet = _lookup(edges.column("_facet"), facets)
     # Only edges between datasets this store knows: a scoped key's store holds the datasets it may see,
     # and the facet tables are read whole.
-    ids = store.dataset_ids()
     keep = pc.and_(
         pc.is_valid(facet),
         pc.and_(
-            pc.is_in(edges.column("source_dataset_id"), value_set=ids),
-            pc.is_in(edges.column("target_dataset_id"), value_set=ids),
+            _lookup(edges.column("source_dataset_id"), ids, found=True),
+            _lookup(edges.column("target_dataset_id"), ids, found=True),
         ),
     )
+    if pc.all(keep).as_py() is not True:  # a filter that keeps every row still copies every string
+        edges, facet = edges.filter(keep), facet.filter(keep)
     return (
         _numpy(run.cast("int64")),
-        _numpy(pc.index_in(facet_runs.column("_facet"), value_set=facets)),
-        edges.filter(keep),
-        _numpy(facet.filter(keep)),
+        _numpy(_lookup(facet_runs.column("_facet"), facets)),
+        edges,
+        _numpy(facet),
         len(facets),
     )
 
@@ -544,24 +702,26 @@ def _unique_values(values: Any) -> Any:
     return distinct.combine_chunks() if isinstance(distinct, pa.ChunkedArray) else distinct
 
 
-def _ended_runs(runs: Any, jobs: _Jobs) -> Any:
-    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code), ended,
-    run_last (µs), run_id, state."""
+def _ended_runs(runs: Any, job: Any) -> Any:
+    """The runs that ended (a terminal state), sorted by (job, ended, run id, state): job (code, ``job``
+    per run), ended, run_last (µs), run_id, state."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     ended = pc.coalesce(_micros(runs.column("ended_at")), _micros(runs.column("last_event_at")))
-    terminal = pc.is_in(runs.column("reported_state"), value_set=pa.array(TERMINAL_STATES, pa.string()))
+    terminal = _lookup(runs.column("reported_state"), pa.array(TERMINAL_STATES, pa.string()), found=True)
     keep = pc.and_(pc.and_(terminal, pc.is_valid(runs.column("job_name"))), pc.is_valid(ended))
     table = pa.table(
         {
-            "job": jobs(runs.column("job_namespace"), runs.column("job_name")),
+            "job": job,
             "ended": ended,
             "run_last": _micros(runs.column("last_event_at")),
             "run_id": runs.column("run_id"),
             "state": runs.column("reported_state"),
         }
     ).filter(pc.fill_null(keep, False))
+    # the states as plain strings (the lake's are read dictionary-encoded): sorted and listed as such
+    table = table.set_column(4, "state", table.column("state").cast(pa.string()))
     return table.sort_by([(c, "ascending") for c in ("job", "ended", "run_id", "state")])
 
 
@@ -581,27 +741,25 @@ def _flows(pair_job: Any, pair_dataset: Any, read: Any, written: Any) -> dict[st
     return {name: values[keep][order] for name, values in out.items()}
 
 
-def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> Any:
+def _column_keys(edges: Any, datasets: _Codes, jobs: _Jobs) -> tuple[Any, tuple[Any, Any]]:
     """One int64 key per exploded column edge, ordered as (source, field, target, field, job) are: each
-    end (dataset, field) renumbered densely first, so that the key stays within 64 bits."""
+    end (dataset, field) renumbered densely first, so that the key stays within 64 bits; and the dataset
+    codes of each edge's source and target (NumPy)."""
     import pyarrow as pa
 
     fields = _Codes(edges.column("source_field"), edges.column("target_field"))
-    ends = [
-        pa.array(
-            _ids(
-                _combine(
-                    (datasets(edges.column(f"{side}_dataset_id")), len(datasets)),
-                    (fields(edges.column(f"{side}_field")), len(fields)),
-                )
-            )[0],
-            pa.int64(),
-        )
-        for side in ("source", "target")
-    ]
+    ends, dataset_codes = [], []
+    for side in ("source", "target"):
+        dataset = datasets(edges.column(f"{side}_dataset_id"))
+        dataset_codes.append(_numpy(dataset))
+        end = _combine((dataset, len(datasets)), (fields(edges.column(f"{side}_field")), len(fields)))
+        ends.append(pa.array(_ids(end)[0], pa.int64()))
     bound = max(len(edges), 1)
-    job = jobs(edges.column("job_namespace"), edges.column("job_name"))
-    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs)))
+    job = jobs.codes_of(2)  # the coder was made of run_io's jobs, then runs', then these edges'
+    return _combine((ends[0], bound), (ends[1], bound), (job, len(jobs))), (
+        dataset_codes[0],
+        dataset_codes[1],
+    )
 
 
 @dataclass
@@ -648,7 +806,7 @@ def _seen_in(obs: Observations, frame: Window, since: datetime, around: _Around 
     # the column edges of the facets the window's writing runs reported
     writing = _bits(obs.runs, obs.run[seen & obs.outputs])
     facets = _bits(obs.facets, obs.facet_code[writing[obs.facet_run]])
-    column_edges = _bits(len(obs.column_rows), obs.edge_column[facets[obs.edge_facet]])
+    column_edges = _bits(len(obs.column_first), obs.edge_column[facets[obs.edge_facet]])
     # each dataset's schema, as last reported: the last of its rows in (dataset, when, hash) order
     rows = np.flatnonzero(seen[obs.schema_row])
     last = rows[_last_of_runs(obs.schema_dataset[rows])]
@@ -750,7 +908,7 @@ def diff(
         return list(zip(sources, targets, namespaces, names, strict=True))
 
     def column_edges(ids: Any) -> list[ColumnEdge]:
-        rows = obs.column_rows.take(ids)
+        rows = obs.column_rows.take(obs.column_first[ids])
         return list(zip(*(rows.column(c).to_pylist() for c in COLUMN_EDGE_KEY), strict=True))
 
     listed: dict[str, Any] = {

@@ -140,8 +140,16 @@ class LakeTables:
         build = finished_build(state)
         return None if build is None else int(build.timestamp_ms)
 
-    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
-        """Arrow rows of ``lineage.<table>`` as the latest finished build left it (:attr:`pinned_ms`)."""
+    def arrow(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        row_filter: Any = None,
+        dictionary: Sequence[str] = (),
+    ) -> Any:
+        """Arrow rows of ``lineage.<table>`` as the latest finished build left it (:attr:`pinned_ms`); the
+        string columns named in ``dictionary`` as Parquet keeps them, dictionary-encoded (each chunk its
+        own dictionary): repeated strings are neither copied nor hashed row by row."""
         loaded = self.table(table)
         kwargs: dict[str, Any] = {}
         if columns:
@@ -153,7 +161,29 @@ class LakeTables:
             if pinned is None:  # created after that build
                 return empty_arrow(loaded, columns)
             kwargs["snapshot_id"] = pinned.snapshot_id
+        if dictionary:
+            _quiet_dictionary_warning()
+            return loaded.scan(**kwargs).to_arrow(dictionary_columns=tuple(dictionary))
         return loaded.scan(**kwargs).to_arrow()
+
+
+class _NoDictionaryWarning:
+    """Drops pyiceberg's warning that Iceberg has no dictionary type, logged for every file read with
+    dictionary columns asked for: the columns are strings in Iceberg, read dictionary-encoded on purpose."""
+
+    def filter(self, record: Any) -> bool:
+        return not str(record.msg).startswith("Iceberg does not have a dictionary type")
+
+
+_NO_DICTIONARY_WARNING = _NoDictionaryWarning()
+
+
+def _quiet_dictionary_warning() -> None:
+    import logging
+
+    logger = logging.getLogger("pyiceberg.io.pyarrow")
+    if _NO_DICTIONARY_WARNING not in logger.filters:
+        logger.addFilter(_NO_DICTIONARY_WARNING)
 
 
 def rows_in(table: Any, key: str, values: set[str], columns: Sequence[str]) -> Iterable[tuple[Any, ...]]:

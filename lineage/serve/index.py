@@ -91,7 +91,15 @@ class IndexedStore(LineageStore):
     def table(self, table: str) -> Any:  # pragma: no cover - never scanned: arrow() answers from memory
         raise LookupError_(f"lineage.{table} is not held by the read index")
 
-    def arrow(self, table: str, columns: Sequence[str] | None = None, row_filter: Any = None) -> Any:
+    def arrow(
+        self,
+        table: str,
+        columns: Sequence[str] | None = None,
+        row_filter: Any = None,
+        dictionary: Sequence[str] = (),
+    ) -> Any:
+        """Rows of a table held in memory: its strings as they are held (``dictionary`` is a reading hint of
+        :meth:`LakeTables.arrow`, not needed here)."""
         if table not in self._tables:
             raise LookupError_(f"lineage.{table} is not held by the read index")
         data = self._tables[table]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
@@ -475,6 +476,7 @@ def test_the_columnar_diff_follows_the_row_by_row_rules(seed: int) -> None:
     ]
     # what the CLI does: the rows its windows can observe read and coded for them, not the index's
     assert diff(_unheld(s), base, current, limit=None) == changes
+    assert diff(_encoded(s), base, current, limit=None) == changes
     counted = diff(s, base, current, limit=2)
     assert counted.counts["job_edges"] == {
         "appeared": len(changes.job_edges[0]),
@@ -492,6 +494,39 @@ class _Unheld(IndexedStore):
 
 def _unheld(s: IndexedStore) -> IndexedStore:
     return _Unheld(s.settings, s._tables)
+
+
+class _Encoded(_Unheld):
+    """As the lake answers the CLI (lineage.query.tables.LakeTables.arrow): the string columns asked for
+    dictionary-encoded, in chunks of two rows, each chunk with its own dictionary of every value of the
+    column in reverse order (most entries unused by its rows, none in sorted order)."""
+
+    def arrow(
+        self, table: str, columns: Any = None, row_filter: Any = None, dictionary: Any = ()
+    ) -> pa.Table:
+        data = super().arrow(table, columns, row_filter)
+        for name in dictionary:
+            column = data.column(name).combine_chunks()
+            values = pc.unique(column).drop_null()
+            values = values.take(pa.array(range(len(values) - 1, -1, -1), pa.int64()))
+            chunks = [
+                pa.DictionaryArray.from_arrays(pc.index_in(part, value_set=values), values)
+                for part in (column.slice(at, 2) for at in range(0, len(column), 2))
+            ]
+            kind = pa.dictionary(pa.int32(), pa.string())
+            data = data.set_column(data.schema.get_field_index(name), name, pa.chunked_array(chunks, kind))
+        return data
+
+
+def _encoded(s: IndexedStore) -> IndexedStore:
+    return _Encoded(s.settings, s._tables)
+
+
+def test_the_lakes_dictionary_encoded_strings_code_as_plain_ones() -> None:
+    base, current = windows(now=NOW)
+    plain = diff(_unheld(store()), base, current, limit=None)
+    encoded = diff(_encoded(store()), base, current, limit=None)
+    assert encoded == plain and encoded.job_edges[0] and encoded.column_edges[0] and encoded.schemas
 
 
 def test_a_lake_without_the_facet_tables_has_no_column_edges() -> None:
@@ -574,3 +609,17 @@ def test_the_graph_of_a_longer_diff_says_it_draws_the_first_changes(tmp_path: Pa
     result = _cli(store(), args)
     assert result.exit_code == 0 and "; the first 1 changes of each kind, --all for all)" in result.output
     assert result.output.startswith(f"wrote {out} (") and "2 edges changed" in result.output
+
+
+def test_rows_in_group_time_code_order_with_either_sort() -> None:
+    import numpy as np
+
+    from lineage.query.diff import _order
+
+    rng = np.random.default_rng(7)
+    group, at, then = rng.integers(0, 5, 200), rng.integers(0, 50, 200) * 10**6, rng.integers(0, 3, 200)
+    expected = np.lexsort((then, at, group))
+    assert (_order(group, 5, at, then) == expected).all()  # group and time as one key
+    wide = at * 2**35  # their product past 63 bits: three keys
+    assert (_order(group, 5, wide, then) == np.lexsort((then, wide, group))).all()
+    assert len(_order(group[:0], 5, at[:0], then[:0])) == 0
