@@ -11,12 +11,12 @@ questions, with the same SQL text, on a copy of the tables they read:
    both catalogs (``CREATE TABLE ... AS SELECT``), in a child process so its JVM is gone before anything
    is timed. The seed lake is only read: its ``catalog.db`` is copied first (the JDBC catalog may write
    to the file it opens) and Spark and the CLI open that copy, which names the seed's own data files;
-3. Trino (:class:`lineage.cluster.trino.TrinoOnStack`, 1 GiB heap) on the stack; each question once
-   untimed, then ``--query-runs`` times through Trino's HTTP protocol, the wall time from the POST of
-   ``/v1/statement`` to the last page of rows (the server is warm: no process start, unlike the CLI);
-4. the same questions through ``lineage sql --format json`` on the seed lake, once untimed and then
-   ``--query-runs`` times (a new process each, as the queries stage measures them), so both engines'
-   numbers come from the same sitting; the two engines' rows must be equal (:func:`same_rows`).
+3. Trino (:class:`lineage.cluster.trino.TrinoOnStack`, 1 GiB heap) on the stack, and ``lineage sql
+   --format json`` on the seed lake: each question once untimed through each engine, then ``--query-runs``
+   timed pairs (Trino, then the CLI), so both see the same state of a shared machine. Trino's time is the
+   wall time from the POST of ``/v1/statement`` to the last page of rows (a warm server: no process
+   start); the CLI's is a new process each time, as the queries stage measures it. The two engines' rows
+   must be equal (:func:`same_rows`).
 
 Everything it started (Trino, the stack) is stopped at the end, also on error. The results JSON holds the
 machine, the versions, the load average around the timed runs, the copy's time and every timing.
@@ -304,42 +304,46 @@ def run_trino_tier(
         out["trino"].update(heap="1G", url_port=trino.port, version=version)
         out["versions"] = _versions(str(version), java_home())
         out["questions"] = [{"query": q, "sql": sql, "trino_sql": sql} for q, sql in questions]
-        # Trino: once untimed, then timed.
-        out["load_average_before_trino"] = measure.load_average()
-        for entry in out["questions"]:
-            answer, first_s = _ask_trino(trino.url, entry["trino_sql"])
-            walls = [_ask_trino(trino.url, entry["trino_sql"])[1] for _ in range(runs)]
-            entry["trino"] = {"rows": len(answer), "first_s": round(first_s, 3), **spread(walls)}
-            entry["trino_answer"] = answer
-        out["load_average_after_trino"] = measure.load_average()
-        # lineage sql (DuckDB) on the seed lake: once untimed (its answer), then timed, as the queries stage.
+        # Each question: once untimed through each engine (their answers), then the timed runs in pairs
+        # (Trino, then lineage sql), so both engines see the same state of a shared machine.
         script = Path(sys.executable).parent / "lineage"
         env = _cli_env(seed_catalog, seed_warehouse)
+        out["load_average_before_timed"] = measure.load_average()
         for index, entry in enumerate(out["questions"]):
+            trino_answer, trino_first_s = _ask_trino(trino.url, entry["trino_sql"])
             cli = [str(script), "sql", "--format", "json", entry["sql"]]
             mark = time.monotonic()
             check = subprocess.run(cli, env=env, capture_output=True, text=True, check=False)
-            first_s = time.monotonic() - mark
+            cli_first_s = time.monotonic() - mark
             if check.returncode != 0:
                 raise RuntimeError(f"lineage sql exited {check.returncode}: {check.stderr.strip()[-2000:]}")
             answer = json.loads(check.stdout)
-            walls, peaks = [], []
+            trino_walls, walls, peaks, loads = [], [], [], []
             for i in range(1, runs + 1):
+                trino_walls.append(_ask_trino(trino.url, entry["trino_sql"])[1])
                 done = measure.run_measured(cli, log=work / f"sql-{index}-{i}.log", env=env)
                 if done.returncode != 0:
                     raise RuntimeError(f"lineage sql run {i} exited {done.returncode}; log {done.log}")
                 walls.append(done.wall_s)
                 peaks.append(done.peak_rss_mib)
+                loads.append(measure.load_average()[0])
+            entry["trino"] = {
+                "rows": len(trino_answer),
+                "first_s": round(trino_first_s, 3),
+                **spread(trino_walls),
+            }
             entry["lineage_sql"] = {
                 "rows": len(answer),
-                "first_s": round(first_s, 3),
+                "first_s": round(cli_first_s, 3),
                 **spread(walls),
                 "peak_mib": round(max(peaks), 1),
             }
-            entry["answers_equal"] = same_rows(entry["trino_answer"], answer, entry["sql"])
+            entry["load_1min_after_each_pair"] = loads
+            entry["answers_equal"] = same_rows(trino_answer, answer, entry["sql"])
             entry["ordered"] = ordered_question(entry["sql"])
+            entry["trino_answer"] = trino_answer
             entry["lineage_sql_answer"] = answer
-        out["load_average_after_lineage_sql"] = measure.load_average()
+        out["load_average_after_timed"] = measure.load_average()
         out["answers_equal"] = all(e["answers_equal"] for e in out["questions"])
     finally:
         trino.stop()
