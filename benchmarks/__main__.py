@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     trino.add_argument("--work", type=Path, default=Path("var/bench/work/trino"))
     trino.add_argument("--results", type=Path, default=Path("var/bench/results/trino.json"), help="a file")
     trino.add_argument("--query-runs", type=int, default=10, help="timed runs of every question per engine")
+    trino.add_argument("--tier", choices=sorted(TIERS), default="M", help="the seed lake's tier (a label)")
     trino.add_argument("--label", default="", help="a note kept with the results")
 
     args = parser.parse_args(argv)
@@ -146,7 +147,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--query-runs must be at least 1")
         command = shlex.join(["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])])
         done = run_trino_tier(
-            args.seed_lake.resolve(), args.work.resolve(), args.results, args.query_runs, command, args.label
+            args.seed_lake.resolve(),
+            args.work.resolve(),
+            args.results,
+            args.query_runs,
+            command,
+            args.label,
+            args.tier,
         )
         for entry in done.get("questions", []):
             trino_s, sql_s = entry.get("trino", {}), entry.get("lineage_sql", {})

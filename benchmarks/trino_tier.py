@@ -212,7 +212,7 @@ def _ask_trino(url: str, sql: str) -> tuple[list[dict[str, Any]], float]:
 
 
 def run_trino_tier(
-    seed_lake: Path, work: Path, results: Path, runs: int, command: str, label: str = ""
+    seed_lake: Path, work: Path, results: Path, runs: int, command: str, label: str = "", tier: str = "M"
 ) -> dict[str, Any]:
     """Copy, start, ask and compare (see the module's docstring); the results, also written to ``results``."""
     from lineage.cluster.stack import LocalStack
@@ -223,7 +223,7 @@ def run_trino_tier(
     seed_warehouse = (seed_lake / "warehouse").resolve()
     out: dict[str, Any] = {
         "schema": 1,
-        "tier": "M" if "/M/" in f"{seed_lake}/" else "",
+        "tier": tier,
         "label": label,
         "command": command,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
