@@ -1,9 +1,10 @@
-"""The benchmarks (issue 6): ``python -m benchmarks run|report|workload``.
+"""The benchmarks (issue 6): ``python -m benchmarks run|report|workload|trino-tier``.
 
   run       measure tiers (``--tier S --tier M``), each stage repeated ``--repeat`` times, results JSON to
             var/bench/results/<tier>.json
   report    BENCHMARKS.md and BENCHMARKS.png from the latest results of every tier
   workload  print the shape of a tier's synthetic workload (no Kafka)
+  trino-tier  Trino beside ``lineage sql`` on a kept tier lake (issue 39): benchmarks/trino_tier.py
 
 ``make bench-quick`` = ``run --tier S`` + ``report``; ``make bench`` = every tier + ``report``.
 """
@@ -80,6 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     shape.add_argument("--seed", type=int, default=42)
     shape.add_argument("--part", default="base")
 
+    trino = sub.add_parser(
+        "trino-tier", help="Trino's answers and timings beside `lineage sql` on a kept tier lake (issue 39)"
+    )
+    trino.add_argument("--seed-lake", type=Path, required=True, help="a tier's lake (catalog.db, warehouse/)")
+    trino.add_argument("--work", type=Path, default=Path("var/bench/work/trino"))
+    trino.add_argument("--results", type=Path, default=Path("var/bench/results/trino.json"), help="a file")
+    trino.add_argument("--query-runs", type=int, default=10, help="timed runs of every question per engine")
+    trino.add_argument("--tier", choices=sorted(TIERS), default="M", help="the seed lake's tier (a label)")
+    trino.add_argument("--label", default="", help="a note kept with the results")
+
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "run":
@@ -127,6 +138,32 @@ def main(argv: list[str] | None = None) -> int:
         for path in run_benchmarks(config):
             print(f"results: {path}")
         return 0
+    if args.command == "trino-tier":
+        from benchmarks.trino_tier import run_trino_tier
+
+        if not (args.seed_lake / "catalog.db").is_file():
+            parser.error(f"--seed-lake {args.seed_lake}: no catalog.db in it")
+        if args.query_runs < 1:
+            parser.error("--query-runs must be at least 1")
+        command = shlex.join(["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])])
+        done = run_trino_tier(
+            args.seed_lake.resolve(),
+            args.work.resolve(),
+            args.results,
+            args.query_runs,
+            command,
+            args.label,
+            args.tier,
+        )
+        for entry in done.get("questions", []):
+            trino_s, sql_s = entry.get("trino", {}), entry.get("lineage_sql", {})
+            print(
+                f"{entry['query']}: trino p50 {trino_s.get('p50_s')} s p95 {trino_s.get('p95_s')} s; "
+                f"lineage sql p50 {sql_s.get('p50_s')} s p95 {sql_s.get('p95_s')} s; "
+                f"answers equal: {entry.get('answers_equal')}"
+            )
+        print(f"results: {args.results}")
+        return 0 if done.get("answers_equal") else 1
     if args.command == "report":
         from benchmarks.report import write_report
 
