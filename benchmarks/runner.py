@@ -498,32 +498,50 @@ class TierRun(TierContext):
             broker.bootstrap_servers, self.topic, self.workload.history(), self.max_message_bytes
         )
         ingest = self.spark_stage("ingest", "ingest-history", overrides)
-        # A cluster lake lives in the stack's catalog and bucket: no copy to restore, one run.
-        repeat = 1 if lake.on_cluster else self.config.repeat
-        warm_part = "history-warm" in self.config.build_parts
-        warm: dict[str, Any] = {"status": "skipped", "reason": "not in --build-parts"}
-        copied: list[float] = []
-        with self._kept_lake(lake, "history", repeat > 1 or warm_part, copied) as restore:
-            runs = []
-            for i in range(1, repeat + 1):
-                if i > 1:
-                    restore()
-                runs.append(self.incremental_build(f"build-history-{i}", overrides, now))
-            if warm_part and lake.on_cluster:
-                warm = {"status": "skipped", "reason": "a cluster lake is not restored between builds"}
-            elif warm_part:
-                restore()
-                copied.pop()  # the warm run's restore is not one of the cold runs' copies
-                warm = self.part("warm history builds", lambda: self.warm_builds(overrides, now))
+        runs, warm, copy_s, _ = self._delta_builds(lake, overrides, now, "history")
         return {
             **incremental_builds(runs, [ingest], full_s),
             "warm": warm,
             "messages": HISTORY_EVENTS,
             "produced": produced,
             "same_on_every_tier": HISTORY_SAME,
-            "lake_restored_between_runs": repeat > 1,
-            "lake_copy_s": round(sum(copied), 1),
+            "lake_restored_between_runs": len(runs) > 1,
+            "lake_copy_s": copy_s,
         }
+
+    def _delta_builds(
+        self,
+        lake: Lake,
+        overrides: dict[str, Any],
+        now: list[str],
+        delta: str,
+        after_cold: Callable[[], Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], float, Any]:
+        """An ingested delta (``history``, ``tagged``) built incrementally ``repeat`` times
+        (``build-<delta>-<i>``), the lake put back as it was before the first between two runs (one run on
+        a cluster lake: it lives in the stack's catalog and bucket, with no copy to restore);
+        ``after_cold`` then reads what the last of them made. With the ``<delta>-warm`` build part, the
+        lake is put back once more and the delta built cold and ``repeat`` times again in one session.
+        Returns the cold runs, the warm result, the seconds spent copying the lake for the cold runs, and
+        ``after_cold``'s answer."""
+        repeat = 1 if lake.on_cluster else self.config.repeat
+        warm_part = f"{delta}-warm" in self.config.build_parts
+        warm: dict[str, Any] = {"status": "skipped", "reason": "not in --build-parts"}
+        copied: list[float] = []
+        with self._kept_lake(lake, delta, repeat > 1 or warm_part, copied) as restore:
+            runs = []
+            for i in range(1, repeat + 1):
+                if i > 1:
+                    restore()
+                runs.append(self.incremental_build(f"build-{delta}-{i}", overrides, now))
+            seen = after_cold() if after_cold is not None else None
+            if warm_part and lake.on_cluster:
+                warm = {"status": "skipped", "reason": "a cluster lake is not restored between builds"}
+            elif warm_part:
+                restore()
+                copied.pop()  # the warm run's restore is not one of the cold runs' copies
+                warm = self.part(f"warm {delta} builds", lambda: self.warm_builds(overrides, now, delta))
+        return runs, warm, round(sum(copied), 1), seen
 
     @contextlib.contextmanager
     def _kept_lake(
@@ -565,30 +583,15 @@ class TierRun(TierContext):
         message, about = self.workload.tagged_source()
         produced = produce(broker.bootstrap_servers, self.topic, iter([message]), self.max_message_bytes)
         ingest = self.spark_stage("ingest", "ingest-tagged", overrides)
-        repeat = 1 if lake.on_cluster else self.config.repeat
-        copied: list[float] = []
-        warm_part = "tagged-warm" in self.config.build_parts
-        warm: dict[str, Any] = {"status": "skipped", "reason": "not in --build-parts"}
-        with self._kept_lake(lake, "tagged", repeat > 1 or warm_part, copied) as restore:
-            runs = []
-            for i in range(1, repeat + 1):
-                if i > 1:
-                    restore()
-                runs.append(self.incremental_build(f"build-tagged-{i}", overrides, now))
-            reached = tag_reach(lake, about) if not lake.on_cluster else None
-            if warm_part and lake.on_cluster:
-                warm = {"status": "skipped", "reason": "a cluster lake is not restored between builds"}
-            elif warm_part:
-                restore()
-                copied.pop()  # the warm run's restore is not one of the cold runs' copies
-                warm = self.part("warm tagged builds", lambda: self.warm_builds(overrides, now, "tagged"))
+        reach = None if lake.on_cluster else (lambda: tag_reach(lake, about))
+        runs, warm, copy_s, reached = self._delta_builds(lake, overrides, now, "tagged", reach)
         return {
             **incremental_builds(runs, [ingest], full_s),
             "warm": warm,
             "tagged": about,
             "reached": reached,
             "produced": produced,
-            "lake_copy_s": round(sum(copied), 1),
+            "lake_copy_s": copy_s,
         }
 
     def warm_builds(
