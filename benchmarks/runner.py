@@ -747,7 +747,7 @@ def incremental_builds(
 
 
 def tag_reach(lake: Lake, about: dict[str, Any]) -> dict[str, Any]:
-    """What a build made of the tagged column (:meth:`Runner.tagged_builds`): the ``lineage.column_tags``
+    """What a build made of the tagged column (:meth:`TierRun.tagged_builds`): the ``lineage.column_tags``
     rows of tag ``about["tag"]`` seeded by a tags facet on field ``about["field"]`` (the generated estate
     sends no other field tag), read with the product's own query core."""
     import pyarrow.compute as pc
@@ -757,7 +757,7 @@ def tag_reach(lake: Lake, about: dict[str, Any]) -> dict[str, Any]:
     settings = load_settings(**lake.overrides("127.0.0.1:9092", "unused"))
     rows = LakeTables(settings).arrow(
         "column_tags",
-        ["dataset_id", "field", "tag", "origin_kind", "origin_dataset_id", "origin_field", "hops"],
+        ["dataset_id", "tag", "origin_kind", "origin_dataset_id", "origin_field", "hops"],
     )
     mine = rows.filter(
         pc.and_(

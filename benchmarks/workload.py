@@ -72,10 +72,10 @@ HISTORY_START_EVERY_S = 2.0  # mean gap between two run starts (about 10 events/
 # events.
 HISTORY_FLINK_RUN_SHARE = 0.11
 HISTORY_FLINK_TIMING = (60.0, 1800.0)  # heartbeat interval, run window (seconds)
-HISTORY_RUN_NUMBERS = 1_000_000
+HISTORY_RUN_NUMBERS = 1_000_000  # run numbers (run random seeds) of the history delta start here
 # The tagged-source event (Workload.tagged_source) comes this long after the window's end: past the history
 # delta's events (about 20 minutes of event time) and before the benchmarks' reference time (an hour).
-TAGGED_AFTER = timedelta(minutes=50)  # run numbers (run random seeds) of the history delta start here
+TAGGED_AFTER = timedelta(minutes=50)
 
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PRODUCER_AIRFLOW = "https://github.com/apache/airflow/tree/providers-openlineage/2.2.0"
@@ -1115,20 +1115,20 @@ class Workload:
         for job in self.estate.jobs:
             if not job.inputs:
                 continue
-            named = {}
+            named = set()  # the names of its source inputs, as its column lineage names them
             for i, alias in zip(job.inputs, job.alias_inputs, strict=True):
                 d = datasets[i]
                 if d.source and not alias:  # an aliased input is named otherwise in the event
-                    named[d.catalog if job.reporter == "catalog" and d.catalog else (d.namespace, d.name)] = d
+                    named.add(d.catalog if job.reporter == "catalog" and d.catalog else (d.namespace, d.name))
             for position, (index, lineage) in enumerate(zip(job.outputs, job.lineage_outputs, strict=True)):
                 if not (lineage and named):
                     continue
                 facet = serializer._column_lineage(job, datasets[index], position)
                 for spec_field in facet["fields"].values():
                     for ref in spec_field["inputFields"]:
-                        source = named.get((ref["namespace"], ref["name"]))
                         kind = ref["transformations"][0]
-                        if source is None or (kind["type"], kind["subtype"]) != ("DIRECT", "IDENTITY"):
+                        copies = (kind["type"], kind["subtype"]) == ("DIRECT", "IDENTITY")
+                        if not copies or (ref["namespace"], ref["name"]) not in named:
                             continue
                         return self._tagged_event(serializer, job, ref, after or self.end + TAGGED_AFTER)
         raise ValueError("no job of this estate copies a source column (no DIRECT IDENTITY edge from one)")
