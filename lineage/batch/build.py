@@ -38,7 +38,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pyspark import StorageLevel
@@ -48,6 +48,7 @@ from pyspark.sql import functions as F
 from lineage.batch.maintain import RETIRED_TABLE
 from lineage.io import lake
 from lineage.io.lease import writer_lease
+from lineage.io.scans import ScanTally, describe
 from lineage.settings import Settings
 from lineage.stopping import StopRequest, stopped_during
 from lineage.transforms import columns, model, tags
@@ -153,14 +154,17 @@ TAGS_PROPERTY = "lineage.tag-settings"
 # liveness deadline ``lost_after`` replaced ``silent_seconds`` (which grew with the clock). run_io: the
 # version and schema each run read or wrote (dataset versions tied to runs). quality_results: which facet
 # reported a result and a test's status (the test run facet). datasets: the field entries of the tags
-# facet (the seeds of the column tags).
+# facet (the seeds of the column tags). runs and run_io: ``run_part``, the partition column below.
 MODEL_COLUMNS = {
-    "runs": ("lost_after",),
-    "run_io": ("dataset_version", "schema_hash"),
+    "runs": ("lost_after", model.RUN_PART),
+    "run_io": ("dataset_version", "schema_hash", model.RUN_PART),
     "quality_results": ("facet", "status"),
     "datasets": ("field_tags",),
 }
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
+# Tables keyed by run, identity-partitioned by the run's partition (model.run_part: the day of a UUIDv7
+# run id): a build's writes to them read only the partitions of the runs it touches.
+RUN_PARTITIONED = ("runs", "run_io")
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
 FAULT_ENV = "LINEAGE_FAULT_KILL_BUILD_AFTER"
@@ -214,6 +218,10 @@ class _Build:
         self._fault = os.environ.get(FAULT_ENV) or None
         self._fault_term = os.environ.get(FAULT_TERM_ENV) or None
         self.running_revisited: int | None = None
+        # LINEAGE_ICEBERG_SCAN_REPORTS: each step's log line says which data files its scans read.
+        self._scans = ScanTally(spark) if ScanTally.enabled() else None
+        if self._scans is not None:
+            self._scans.take()  # what ran before this build is not its own
 
     def t(self, name: str) -> str:
         """Full name of a ``lineage`` table, e.g. ``lake.lineage.runs``."""
@@ -225,7 +233,10 @@ class _Build:
     def step_done(self, step: str, *, last: bool = False) -> None:
         """After each commit: a requested stop ends the build here (not after the ``last`` commit, which
         finished it)."""
-        log.info("build step %s committed", step)
+        if self._scans is None:
+            log.info("build step %s committed", step)
+        else:
+            log.info("build step %s committed (scans: %s)", step, describe(self._scans.take()))
         if self._fault == step:
             log.warning("fault injection: SIGKILL after build step %s", step)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -452,7 +463,12 @@ class _Build:
         )
         fresh = model.runs(run_facts).join(F.broadcast(runs_touched), "run_id", "left_semi")
         running = self._running_to_revisit(runs_table, runs_touched, jobs_touched).select(*fresh.columns)
-        lake.merge_by_key(self.liveness(fresh.unionByName(running)), self.t("runs"), ["run_id"])
+        lake.merge_by_key(
+            _with_run_part(self.liveness(fresh.unionByName(running))),
+            self.t("runs"),
+            ["run_id"],
+            self._run_parts("runs", runs_touched.unionByName(running.select("run_id"))),
+        )
         self.step_done("runs")
         self._fold_dependencies(delta)
         if aliases is not None:
@@ -650,8 +666,11 @@ class _Build:
             .distinct()
             .localCheckpoint()
         )
+        io_parts = self._run_parts("run_io", io_runs)
         edge_jobs = (
-            jobs_touched.unionByName(old_io.join(io_runs, "run_id", "left_semi").select(*JOB_KEY))
+            jobs_touched.unionByName(
+                old_io.where(io_parts.on()).join(io_runs, "run_id", "left_semi").select(*JOB_KEY)
+            )
             .unionByName(_within(self.table("job_edges"), relabelled).select(*JOB_KEY))
             .distinct()
             .localCheckpoint()
@@ -696,7 +715,7 @@ class _Build:
         scoped.unpersist()
 
         run_mentions = mentions.join(io_runs, "run_id", "left_semi")
-        self._put("run_io", model.run_io(run_mentions, aliases), io_runs)
+        self._put("run_io", model.run_io(run_mentions, aliases), io_runs, io_parts)
         # A run's quality results come from the same mentions as its io: the same runs, replaced the same way.
         self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
         self._put("quality_metrics", model.quality_metrics(run_mentions, aliases), io_runs)
@@ -1034,16 +1053,34 @@ class _Build:
             _within(self.table("dataset_schemas"), datasets),
         )
 
-    def _put(self, name: str, frame: DataFrame, scope: DataFrame | None = None) -> None:
+    def _put(
+        self, name: str, frame: DataFrame, scope: DataFrame | None = None, prune: lake.Prune | None = None
+    ) -> None:
         """Write a whole table (no scope), or replace its rows in ``scope`` (an empty scope leaves the table
-        as it is, without the MERGE's jobs)."""
+        as it is, without the MERGE's jobs). A table keyed by run gets its partition column, and its scoped
+        write reads only the partitions of the scope's runs (``prune``, else found from the scope)."""
+        partitioned = name in RUN_PARTITIONED
+        if partitioned:
+            frame = _with_run_part(frame)
         if scope is None:
-            lake.replace_table(frame, self.t(name))
+            lake.replace_table(frame, self.t(name), model.RUN_PART if partitioned else None)
         else:
             scope = scope.localCheckpoint()
             if not scope.isEmpty():
-                lake.replace_in_scope(self.spark, frame, self.t(name), ROW_KEYS[name], scope)
+                if partitioned and prune is None:
+                    prune = self._run_parts(name, scope)
+                lake.replace_in_scope(self.spark, frame, self.t(name), ROW_KEYS[name], scope, prune)
         self.step_done(name)
+
+    def _run_parts(self, name: str, runs: DataFrame) -> lake.Prune:
+        """The partitions of a run-partitioned table that hold the rows of ``runs`` (a ``run_id`` column),
+        as the literal predicate its scoped write carries (one small Spark job: the ids are materialised)."""
+        part = model.run_part(F.col("run_id"))
+        values = tuple(
+            sorted(row[0] for row in runs.select(part.alias("p")).distinct().collect() if row[0] is not None)
+        )
+        log.info("%s: the write reads %d partitions (%s)", name, len(values), _span(values))
+        return lake.Prune(model.RUN_PART, values)
 
     # -- steps shared by the modes -------------------------------------------------------------------
     def liveness(self, runs: DataFrame) -> DataFrame:
@@ -1096,6 +1133,24 @@ class _Build:
                 break
             found = found.unionByName(frontier)
         return found
+
+
+def _with_run_part(frame: DataFrame) -> DataFrame:
+    """``frame`` (with a ``run_id``) with its run partition column, the same whether the frame had it."""
+    return frame.withColumn(model.RUN_PART, model.run_part(F.col("run_id")))
+
+
+def _span(values: tuple[int, ...]) -> str:
+    """A short text of partition values for a log line: days as dates, hash buckets counted."""
+    days = [v for v in values if v >= 0]
+    buckets = len(values) - len(days)
+    text = []
+    if days:
+        first, last = (date(1970, 1, 1) + timedelta(days=d) for d in (days[0], days[-1]))
+        text.append(f"days {first} to {last}" if first != last else f"day {first}")
+    if buckets:
+        text.append(f"{buckets} hash buckets")
+    return ", ".join(text) or "none"
 
 
 def _aware(now: datetime) -> datetime:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -16,7 +18,12 @@ _MODEL_TABLE_PROPERTIES = {
     "write.delete.mode": "merge-on-read",
     "write.update.mode": "merge-on-read",
     "write.merge.mode": "merge-on-read",
+    # One position-delete file per data file it applies to (not one per partition): a reader of a pruned
+    # partition opens only the delete files of the data files it reads.
+    "write.delete.granularity": "file",
 }
+# Iceberg's metrics, manifest and row-group evaluators stop pruning on an IN list longer than this.
+IN_LIST_LIMIT = 200
 
 
 def table_exists(spark: SparkSession, table: str) -> bool:
@@ -58,12 +65,39 @@ def read_appended(spark: SparkSession, table: str, after: int, upto: int) -> Dat
     )
 
 
-def replace_table(frame: DataFrame, table: str) -> None:
-    """Create or atomically replace ``table`` with ``frame`` (one commit)."""
+def replace_table(frame: DataFrame, table: str, partitioned_by: str | None = None) -> None:
+    """Create or atomically replace ``table`` with ``frame`` (one commit), identity-partitioned by the
+    column ``partitioned_by`` when one is named."""
     writer = frame.writeTo(table).using("iceberg")
     for key, value in _MODEL_TABLE_PROPERTIES.items():
         writer = writer.tableProperty(key, value)
+    if partitioned_by is not None:
+        writer = writer.partitionedBy(F.col(partitioned_by))
     writer.createOrReplace()
+
+
+@dataclass(frozen=True)
+class Prune:
+    """A literal predicate on a target's partition column that every row a write touches satisfies: put in
+    a MERGE's ON clause, Spark pushes it into the target's scan and Iceberg reads only those partitions.
+
+    ``values`` are the partition values of every key the write may touch (old rows and new alike); an
+    empty tuple touches nothing. Longer lists than Iceberg prunes with become the range they span.
+    """
+
+    column: str
+    values: tuple[int, ...]
+
+    def on(self, qualifier: str | None = None) -> Column:
+        """The predicate on the column, qualified by a table name or alias when one is given."""
+        column = F.col(self.column if qualifier is None else f"{qualifier}.{self.column}")
+        if len(self.values) <= IN_LIST_LIMIT:
+            return column.isin(*[F.lit(v) for v in self.values])
+        return column.between(min(self.values), max(self.values))
+
+
+def _pruned(on: Column, table: str, prune: Prune | None) -> Column:
+    return on if prune is None else on & prune.on(table)
 
 
 def overwrite_where(frame: DataFrame, table: str, column: str, value: int) -> None:
@@ -81,10 +115,11 @@ def overwrite_where(frame: DataFrame, table: str, column: str, value: int) -> No
     frame.writeTo(table).append()
 
 
-def merge_by_key(frame: DataFrame, table: str, keys: list[str]) -> None:
-    """Upsert ``frame`` into ``table`` on ``keys``: matched rows replaced whole, new rows inserted."""
+def merge_by_key(frame: DataFrame, table: str, keys: list[str], prune: Prune | None = None) -> None:
+    """Upsert ``frame`` into ``table`` on ``keys``: matched rows replaced whole, new rows inserted; with
+    ``prune``, only the target's partitions it names are read."""
     # The target's columns are qualified by its full table name (DataFrame.mergeInto has no alias).
-    on = same_keys(table, "s", keys)
+    on = _pruned(same_keys(table, "s", keys), table, prune)
     frame.alias("s").mergeInto(table, on).whenMatched().updateAll().whenNotMatched().insertAll().merge()
 
 
@@ -104,7 +139,12 @@ def same_keys(left: str, right: str, keys: list[str]) -> Column:
 
 
 def replace_in_scope(
-    spark: SparkSession, frame: DataFrame, table: str, keys: list[str], scope: DataFrame
+    spark: SparkSession,
+    frame: DataFrame,
+    table: str,
+    keys: list[str],
+    scope: DataFrame,
+    prune: Prune | None = None,
 ) -> None:
     """Make the rows of ``table`` whose ``scope`` columns match a row of ``scope`` equal to ``frame``: in one
     atomic MERGE, rows of ``frame`` replace or add rows by ``keys`` (null-safe), and rows in the scope that
@@ -116,8 +156,11 @@ def replace_in_scope(
         table: the target table (same columns as ``frame``).
         keys: the columns that identify a row.
         scope: distinct values of the scope columns (e.g. ``dataset_id``), matched by name.
+        prune: the target's partitions that hold every row of the scope (both reads of the target are
+            limited to them).
     """
-    old = spark.table(table).join(scope, scope.columns, "left_semi").select(*keys)
+    stored = spark.table(table) if prune is None else spark.table(table).where(prune.on())
+    old = stored.join(scope, scope.columns, "left_semi").select(*keys)
     gone = (
         old.alias("o")
         .join(frame.select(*keys).alias("n"), same_keys("o", "n", keys), "left_anti")
@@ -127,7 +170,7 @@ def replace_in_scope(
     columns = {c: F.col(f"s.{c}") for c in frame.columns}
     (
         source.alias("s")
-        .mergeInto(table, same_keys(table, "s", keys))
+        .mergeInto(table, _pruned(same_keys(table, "s", keys), table, prune))
         .whenMatched(F.col("s._delete"))
         .delete()
         .whenMatched()

@@ -25,7 +25,7 @@ branch that reads it, and Spark spends minutes optimising it even for a handful 
 
 from __future__ import annotations
 
-from lineage.transforms.model_common import dataset_id
+from lineage.transforms.model_common import RUN_PART, dataset_id, run_part
 from lineage.transforms.model_datasets import (
     MENTION_COLUMNS,
     AliasGraph,
@@ -72,6 +72,7 @@ from lineage.transforms.model_runs import (
 __all__ = [
     "DEPENDENCY_KEY",
     "MENTION_COLUMNS",
+    "RUN_PART",
     "AliasGraph",
     "alias_forms",
     "alias_graph",
@@ -104,6 +105,7 @@ __all__ = [
     "resolve_aliases",
     "run_io",
     "run_liveness",
+    "run_part",
     "runs",
     "schema_hash",
     "static_io",

@@ -99,3 +99,26 @@ def short_hash(*cols: Column) -> Column:
 def dataset_id(namespace: Column, name: Column) -> Column:
     """Stable id of a canonical dataset: 16 hex characters of SHA-256 of namespace and name."""
     return short_hash(namespace, name)
+
+
+# A run's partition in the tables keyed by run (``runs``, ``run_io``): the UTC day of a UUIDv7 run id's
+# timestamp (what current OpenLineage clients send), else one of a few hash buckets (negative numbers).
+# A function of the id alone, so a run's rows never move between partitions and a build knows from the ids
+# it touches which partitions its writes read.
+RUN_PART = "run_part"
+RUN_PART_BUCKETS = 16
+_UUID7 = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-7[0-9a-fA-F]{3}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+_DAY_MS = 86_400_000
+
+
+def run_part(run_id: Column) -> Column:
+    """The partition of a run id (int): days since 1970-01-01 of a UUIDv7's 48-bit millisecond timestamp,
+    else ``-1 - (xxhash64(run_id) mod RUN_PART_BUCKETS)``; null for a null id."""
+    millis = F.conv(F.concat(F.substring(run_id, 1, 8), F.substring(run_id, 10, 4)), 16, 10).cast("bigint")
+    bucket = F.lit(-1) - F.pmod(F.xxhash64(run_id), F.lit(RUN_PART_BUCKETS))
+    return (
+        F.when(run_id.isNull(), F.lit(None))
+        .when(run_id.rlike(_UUID7), F.floor(millis / F.lit(_DAY_MS)))
+        .otherwise(bucket)
+        .cast("int")
+    )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import Row, SparkSession
 
-from lineage.transforms import model
+from lineage.transforms import model, model_common
 from tests.unit.model_events import at, events_df, job_event, job_type, parent, run_event, run_id, utc
 
 FLINK = ("flink", "orders-enrich")
@@ -351,3 +351,22 @@ def test_heartbeat_gaps_median_per_job(spark: SparkSession) -> None:
     rows = model.heartbeat_gaps(events_df(spark, events)).collect()
     # gaps 60, 60, 60, 120, 120 -> median 60
     assert [(r.job_name, r.median_gap_seconds, r.gap_count) for r in rows] == [("supplier-stats", 60.0, 5)]
+
+
+def test_run_part_is_the_day_of_a_uuid7_and_a_hash_bucket_otherwise(spark: SparkSession) -> None:
+    # A UUIDv7 whose timestamp is 2026-11-27T23:59:59.999Z, and one a millisecond later (the next day).
+    last_ms = 1_795_823_999_999
+    v7 = [f"{ms >> 16:08x}-{ms & 0xFFFF:04x}-7abc-8def-0123456789ab" for ms in (last_ms, last_ms + 1)]
+    v4 = "3f2b1c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+    frame = spark.createDataFrame(
+        [(v7[0],), (v7[1].upper(),), (v4,), (None,), ("not-a-uuid",)], "run_id string"
+    )
+    parts = [row[0] for row in frame.select(model.run_part(frame.run_id)).collect()]
+    day = last_ms // 86_400_000
+    assert parts[:2] == [day, day + 1]
+    assert day == (date(2026, 11, 27) - date(1970, 1, 1)).days
+    # Ids without a time: one of RUN_PART_BUCKETS negative buckets, the same every time; null stays null.
+    assert -model_common.RUN_PART_BUCKETS <= parts[2] <= -1 and -16 <= parts[4] <= -1
+    assert parts[3] is None
+    again = [row[0] for row in frame.select(model.run_part(frame.run_id)).collect()]
+    assert again == parts
