@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from lineage.io.scans import ScanTally
 from lineage.settings import CatalogSettings, Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -122,6 +123,9 @@ def build_session(settings: Settings, app_name: str) -> SparkSession:
             os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
     for key, value in spark_properties(settings, app_name).items():
         builder = builder.config(key, value)
+    if ScanTally.enabled():
+        # The tally reads each step's statements from the SQL status store: keep them until it has.
+        builder = builder.config("spark.sql.ui.retainedExecutions", "2000")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     context = spark.sparkContext

@@ -485,20 +485,32 @@ class _Build:
     def _running_to_revisit(
         self, runs_table: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
     ) -> DataFrame:
-        """Stored rows of still-running runs the range did not touch whose liveness columns may change now:
+        """Stored rows of still-running runs the range did not touch whose liveness columns change now:
         those stored RUNNING whose deadline (``lost_after``) has passed by this build's reference time, and
-        those of a touched job (its median heartbeat gap, hence their threshold, may have moved). Every
-        other running run's row is what a full recompute would give at this time too, so it is left alone:
-        a build's work follows its delta, not the number of open runs. After a change to the liveness
-        settings (floor, multiplier, overrides) every running run is revisited, as a full recompute would."""
+        those of a touched job whose median heartbeat gap moved (each running row keeps the median its
+        threshold was computed from, ``median_heartbeat_seconds``; the ``jobs`` step has already written
+        the job's new one, so a re-run after a kill finds the same rows). Every other running run's row is
+        what a full recompute would give at this time too, so it is left alone: a build's work follows its
+        delta, not the number of open runs, and a new run of a job whose median stays put costs its old
+        runs nothing. After a change to the liveness settings (floor, multiplier, overrides) every running
+        run is revisited, as a full recompute would."""
         running = runs_table.where(F.col("reported_state") == RUNNING)
         if self._liveness_settings_changed():
             log.info("runs: the liveness settings changed since the last build: every running run revisited")
         else:
             due = (F.col("inferred_state") == RUNNING) & (F.col("lost_after") <= F.lit(_aware(self.now)))
-            running = running.where(due).unionByName(
-                running.join(F.broadcast(jobs_touched), JOB_KEY, "left_semi")
+            medians = (
+                self.table("jobs")
+                .join(F.broadcast(jobs_touched), JOB_KEY, "left_semi")
+                .select(*JOB_KEY, F.col("median_gap_seconds").alias("_median"))
             )
+            moved = (
+                running.join(F.broadcast(jobs_touched), JOB_KEY, "left_semi")
+                .join(medians, JOB_KEY, "left")
+                .where(~F.col("median_heartbeat_seconds").eqNullSafe(F.col("_median")))
+                .drop("_median")
+            )
+            running = running.where(due).unionByName(moved)
         revisit = running.join(runs_touched, "run_id", "left_anti").dropDuplicates(["run_id"])
         revisit = revisit.localCheckpoint()
         self.running_revisited = revisit.count()

@@ -33,7 +33,7 @@ class ScanTally:
         self._store = spark._jsparkSession.sharedState().statusStore()
         # The store is filled by a listener on Spark's event bus, after the statement returned.
         self._bus = spark.sparkContext._jsc.sc().listenerBus()
-        self._seen: set[int] = set()
+        self._last = -1  # the newest execution counted
 
     @staticmethod
     def enabled() -> bool:
@@ -45,14 +45,17 @@ class ScanTally:
         tally: dict[str, Files] = {}
         self._bus.waitUntilEmpty()
         executions = self._store.executionsList()
-        for i in range(executions.size()):
-            execution = executions.apply(i)
-            number = int(execution.executionId())
-            # Called between statements, so every execution listed has returned (the store may not have
-            # marked it complete yet: it waits for the end of its jobs).
-            if number in self._seen:
-                continue
-            self._seen.add(number)
+        # Newest last: walk back to the last one already counted (a long-lived session keeps thousands).
+        # Called between statements, so every execution listed has returned (the store may not have
+        # marked it complete yet: it waits for the end of its jobs).
+        fresh: list[int] = []
+        for i in range(executions.size() - 1, -1, -1):
+            number = int(executions.apply(i).executionId())
+            if number <= self._last:
+                break
+            fresh.append(number)
+        self._last = max([self._last, *fresh])
+        for number in fresh:
             values = self._store.executionMetrics(number)
             nodes = self._store.planGraph(number).allNodes()
             for j in range(nodes.size()):

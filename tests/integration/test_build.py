@@ -598,12 +598,16 @@ def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_j
     spark: SparkSession, own_lake: Settings
 ) -> None:
     """Liveness without rewriting the past: an incremental build re-merges a still-running run the range
-    does not touch only when its deadline (``lost_after``) has passed, its job's heartbeat statistics may
-    have changed, or the liveness settings did; each build still equals a full refresh at its time."""
+    does not touch only when its deadline (``lost_after``) has passed, its job's median heartbeat gap moved,
+    or the liveness settings did; each build still equals a full refresh at its time."""
 
     def runs() -> dict[str, dict]:
         table_ = open_catalog(own_lake.catalog).load_table("lineage.runs")
         return {r["job_name"]: r for r in table_.scan().to_arrow().to_pylist()}
+
+    def run_row(number: int) -> dict:
+        table_ = open_catalog(own_lake.catalog).load_table("lineage.runs")
+        return table_.scan(row_filter=f"run_id == '{run_id(number)}'").to_arrow().to_pylist()[0]
 
     def build(
         events: list[dict], now: datetime, settings: Settings = own_lake
@@ -644,17 +648,25 @@ def test_a_still_running_run_is_rewritten_only_when_its_deadline_passes_or_its_j
     assert result.running_revisited == 0
     assert after["stream-late"] == stored["stream-late"]
 
-    # A new run of late's job: its heartbeat statistics may have moved, so late's row is revisited (soon,
-    # stored LOST, is not).
+    # A new run of late's job that leaves its median heartbeat gap as it was (none: one event): late's row
+    # is what a full recompute gives, so it is not revisited.
     result, _ = build([run_event("START", at(1300), run_id(5), late)], at(1400))
-    assert result.running_revisited == 1
+    assert result.running_revisited == 0
+    assert run_row(2) == stored["stream-late"]
+
+    # A run of late's job with a heartbeat 60 s after its start: the job's median gap moves (none -> 60 s),
+    # so its other running runs (late's and run 5) are revisited; soon, stored LOST, is not.
+    beats = [run_event(kind, at(t), run_id(8), late) for kind, t in (("START", 1410), ("RUNNING", 1470))]
+    result, _ = build(beats, at(1480))
+    assert result.running_revisited == 2
+    assert [run_row(n)["median_heartbeat_seconds"] for n in (2, 5)] == [60.0, 60.0]
 
     # Other liveness settings: every running run is revisited, as a full recompute would compute them.
     wider = own_lake.model_copy(
         update={"build": own_lake.build.model_copy(update={"liveness_floor_seconds": 10_000.0})}
     )
     result, after = build([run_event("COMPLETE", at(1500), run_id(6), ("lab", "batch"))], at(1600), wider)
-    assert result.running_revisited == 3
+    assert result.running_revisited == 4
     assert after["stream-soon"]["inferred_state"] == "RUNNING"  # its deadline is at(10_000) now
 
     # A lake an earlier version built: runs with silent_seconds and no deadline, mentions extracted without
