@@ -85,7 +85,7 @@ def _number(text: str) -> int:
 
 
 def describe(tally: dict[str, Files]) -> str:
-    """``table read/total`` per table, shortest names first: e.g. ``lineage.runs 2/31 files``."""
+    """``table read/total files`` per table, by table name: e.g. ``lake.lineage.column_paths 4/56 files``."""
     parts = [
         f"{table} {files.read}/{files.read + files.skipped} files" for table, files in sorted(tally.items())
     ]
