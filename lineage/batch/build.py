@@ -15,9 +15,8 @@ P the snapshot of the last build:
    all later than anything seen of them are folded, other touched ones recomputed; run_io, job and dataset
    edges are recomputed for the touched runs and jobs (and whatever a relabelled dataset connects) and
    replaced there, rows of merged-away datasets deleted; column edges are folded from per-facet state
-   (each distinct column-lineage facet exploded once, ever: :meth:`_Build._fold_column_facets`); the job,
-   dataset and column summaries are recomputed for the keys whose inputs changed and replaced there
-   (:meth:`_Build.maintain_dataset_tables`).
+   (each distinct column-lineage facet exploded once, ever: :meth:`_Build._fold_column_facets`); the two
+   summaries are rewritten whole (:meth:`_Build.maintain_dataset_tables`).
 3. Append C to ``build_state`` as the very last commit.
 
 ``full_refresh`` recomputes every model table from the whole extracted form (no JSON parsing);
@@ -110,7 +109,6 @@ ROW_KEYS = {
     "dataset_summary": ["dataset_id"],
     "column_edges": [*columns.EDGE_KEY, "scope"],
     "column_paths": columns.PATH_KEY,
-    "column_summary": ["dataset_id", "field"],
     "column_tags": tags.TAG_KEY,
 }
 
@@ -478,7 +476,6 @@ class _Build:
             self._run_parts("runs", runs_touched.unionByName(running.select("run_id"))),
         )
         self.step_done("runs")
-        run_jobs = _named_jobs(run_facts, runs_touched).unionByName(running.select(*JOB_KEY)).distinct()
         self._fold_dependencies(delta)
         if aliases is not None:
             lake.merge_by_key(aliases.nodes, self.t("alias_nodes"), NODE_KEY)
@@ -489,7 +486,7 @@ class _Build:
         if aliases is not None:
             lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
-        self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, run_jobs, previous)
+        self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, previous)
 
     def _running_to_revisit(
         self, runs_table: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
@@ -612,11 +609,9 @@ class _Build:
         relabelled: DataFrame,
         runs_touched: DataFrame,
         jobs_touched: DataFrame,
-        run_jobs: DataFrame,
         previous: int,
     ) -> None:
-        """The dataset-level tables maintained by key from the new mentions (``run_jobs``: the jobs whose
-        runs' rows the runs step may have changed).
+        """The dataset-level tables maintained by key from the new mentions.
 
         - ``datasets`` and ``dataset_schemas``: a dataset whose new mentions are all later than everything
           seen of it (``last_seen``) is folded: the new mentions are aggregated and combined with its row
@@ -630,12 +625,8 @@ class _Build:
         - ``column_edges``: recomputed for the targets of the new column-lineage facets, the relabelled
           datasets and the targets of their edges; ``column_paths`` for those targets and everything
           downstream of them.
-        - ``job_summary`` is recomputed for the jobs whose runs changed (``run_jobs``), the jobs whose edges
-          were rewritten and every job with an edge on a dataset those edges touch, before or after (their
-          upstream and downstream job counts); ``dataset_summary`` for the datasets whose rows, schemas,
-          edges or writing runs changed, from those datasets' rows only.
-        - ``column_summary``: for the datasets whose column edges or paths were rewritten, the sources of
-          those edges and paths, and the relabelled datasets.
+        - ``job_summary`` is rewritten whole (about 5 s at 1M events); ``dataset_summary`` is recomputed for
+          the datasets whose rows, schemas, edges or writing runs changed, from those datasets' rows only.
         """
         aliases = self.table("dataset_aliases")
         mentions = self.table("dataset_mentions")
@@ -750,9 +741,6 @@ class _Build:
         static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
             edge_jobs, JOB_KEY, "left_semi"
         )
-        # The datasets the rewritten jobs' edges touch, before and after: their other jobs' upstream and
-        # downstream counts may change.
-        old_edge_datasets = _edge_datasets(self.table("job_edges"), edge_jobs).localCheckpoint()
         self._put(
             "job_edges", model.job_edges(jobs_io, runs, model.static_io(static_mentions, aliases)), edge_jobs
         )
@@ -761,7 +749,7 @@ class _Build:
             model.dataset_edges(self.table("job_edges").join(edge_jobs, JOB_KEY, "left_semi")),
             edge_jobs,
         )
-        self._job_summary(runs, run_jobs.unionByName(edge_jobs), old_edge_datasets)
+        self._put("job_summary", model.job_summary(runs, self.table("job_edges")))
         # A dataset's summary reads its own rows of datasets, schemas, job and dataset edges, and the runs
         # writing it: it changes only for datasets whose row or schemas changed, the datasets of the
         # rewritten jobs' edges (every edge and every io row that changed is one of those, and every run
@@ -791,24 +779,14 @@ class _Build:
             return
         self._fold_column_facets(new_mentions, aliases, relabel_targets, previous)
         self._put("column_edges", self._column_edges(targets), targets)
-        # The columns whose summary can change: those of the rewritten targets and everything downstream
-        # (their edges' times and masking, the paths into them), the sources of the edges into the targets
-        # (their edges' times) and, when paths were rewritten, the sources of the paths into those datasets
-        # (their downstream reach). An edge or path is only ever removed by a relabel, and the relabelled
-        # datasets are targets, so the sources of the stored ones are those of the new ones.
-        edges = self.table("column_edges")
-        column_scope = path_targets.withColumnRenamed("target_dataset_id", "dataset_id").unionByName(
-            _sources(edges, targets)
-        )
         if self._paths_hold(targets):
             # New runs of known column lineage: the edges' times and run counts moved, no path did.
             log.info("column paths: the edges into the changed targets give the paths already stored")
             self.step_done("column_paths")
         else:
-            paths = self._column_paths(edges, path_targets)
+            paths = self._column_paths(self.table("column_edges"), path_targets)
             self._put("column_paths", paths, path_targets)
-            column_scope = column_scope.unionByName(_sources(self.table("column_paths"), path_targets))
-        self._column_summary(column_scope.distinct())
+        self._column_summary()
         self._maintain_column_tags(summary_scope, relabelled, target_ids)
 
     def _maintain_column_tags(
@@ -1054,48 +1032,18 @@ class _Build:
         self._put("column_tags", self._propagate_tags(self._tag_seeds(None)))
         self._report_tag_rules()
 
-    def _column_summary(self, datasets: DataFrame | None = None) -> None:
-        """``column_summary`` rewritten whole, or replaced for the columns of ``datasets`` (ids): each row
-        from the edges at either end of its column, the paths into and out of it, and the masking edges."""
-        edges, paths = self.table("column_edges"), self.table("column_paths")
-        if datasets is None:
-            self._put("column_summary", columns.column_summary(edges, paths))
-            return
-        scope = datasets.localCheckpoint()
-        into = scope.withColumnRenamed("dataset_id", "target_dataset_id")
-        out = scope.withColumnRenamed("dataset_id", "source_dataset_id")
-        near = (
-            edges.join(into, "target_dataset_id", "left_semi")
-            .unionByName(edges.join(out, "source_dataset_id", "left_semi"))
-            .unionByName(edges.where(F.col("masking")))
+    def _column_summary(self) -> None:
+        # Rewritten whole, like the other summaries: a column's downstream reach changes with any path below.
+        self._put(
+            "column_summary", columns.column_summary(self.table("column_edges"), self.table("column_paths"))
         )
-        summary = columns.column_summary(
-            near,
-            paths.join(into, "target_dataset_id", "left_semi"),
-            paths.join(out, "source_dataset_id", "left_semi"),
-        )
-        self._put("column_summary", summary.join(scope, "dataset_id", "left_semi"), scope)
 
     def _summaries(self, runs: DataFrame) -> None:
-        # A full recompute writes them whole; an incremental build replaces the changed jobs' and datasets'.
+        # The job summary is rewritten whole in every mode: scoped to the touched jobs (with the jobs of every
+        # still-running run and the neighbours of every changed edge), the tier-M incremental build ran out of
+        # execution memory in it; whole, it takes about 5 s at 1M events.
         self._put("job_summary", model.job_summary(runs, self.table("job_edges")))
         self._put("dataset_summary", self._dataset_summary(runs, None))
-
-    def _job_summary(self, runs: DataFrame, jobs: DataFrame, old_edge_datasets: DataFrame) -> None:
-        """``job_summary`` replaced for ``jobs`` (changed runs or edges) and every job with an edge on a
-        dataset their edges touch now or touched before (``old_edge_datasets``), each row computed from its
-        job's runs and the edges on the datasets its own edges touch."""
-        edges = self.table("job_edges")
-        touched = _edge_datasets(edges, jobs).unionByName(old_edge_datasets).distinct()
-        scope = (
-            jobs.unionByName(edges.join(touched, "dataset_id", "left_semi").select(*JOB_KEY))
-            .distinct()
-            .localCheckpoint()
-        )
-        # A job's counts read every edge on the datasets its own edges touch (the other ends of its pairs).
-        around = edges.join(_edge_datasets(edges, scope), "dataset_id", "left_semi")
-        summary = model.job_summary(runs.join(F.broadcast(scope), JOB_KEY, "left_semi"), around)
-        self._put("job_summary", summary.join(F.broadcast(scope), JOB_KEY, "left_semi"), scope)
 
     def _dataset_summary(self, runs: DataFrame, datasets: DataFrame | None) -> DataFrame:
         """``dataset_summary`` rows of every dataset, or of ``datasets`` (ids) from their rows only."""
@@ -1236,29 +1184,6 @@ def carried_over(old: dict[str, DataFrame], new_facts: DataFrame) -> dict[str, D
     build of this version, before any event could be retired."""
     held = new_facts.select(*COORDINATES)
     return {name: rows.join(held, list(COORDINATES), "left_anti") for name, rows in old.items()}
-
-
-def _named_jobs(facts: DataFrame, run_ids: DataFrame) -> DataFrame:
-    """Every job the event facts name for the runs of ``run_ids``: their own events' jobs and the parent
-    jobs their children's events name. A superset of those runs' jobs before and after a build (a run
-    whose job changed names the old one in its earlier events), read from the events, which a re-run
-    after a killed build finds as they were."""
-    own = facts.join(run_ids, "run_id", "left_semi").select(*JOB_KEY)
-    named = facts.join(run_ids.withColumnRenamed("run_id", "parent_run_id"), "parent_run_id", "left_semi")
-    parents = named.select(*[F.col(f"parent_{c}").alias(c) for c in JOB_KEY])
-    return own.unionByName(parents).where(F.col("job_name").isNotNull()).distinct()
-
-
-def _sources(edges: DataFrame, targets: DataFrame) -> DataFrame:
-    """The distinct source datasets (as ``dataset_id``) of the column edges or paths into ``targets``
-    (a ``target_dataset_id`` column)."""
-    into = edges.join(targets, "target_dataset_id", "left_semi")
-    return into.select(F.col("source_dataset_id").alias("dataset_id")).distinct()
-
-
-def _edge_datasets(job_edges: DataFrame, jobs: DataFrame) -> DataFrame:
-    """The distinct datasets of the ``job_edges`` rows of ``jobs``."""
-    return job_edges.join(jobs, JOB_KEY, "left_semi").select("dataset_id").distinct()
 
 
 def _within(frame: DataFrame, datasets: DataFrame | None) -> DataFrame:

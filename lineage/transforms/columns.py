@@ -458,9 +458,7 @@ def column_paths(
     return paths
 
 
-def column_summary(
-    column_edges: DataFrame, column_paths: DataFrame, paths_out: DataFrame | None = None
-) -> DataFrame:
+def column_summary(column_edges: DataFrame, column_paths: DataFrame) -> DataFrame:
     """Per column (dataset, field) that takes part in column lineage: its upstream and downstream reach.
 
     - ``upstream_column_count``: distinct source columns with a path into it (any number of hops);
@@ -476,8 +474,6 @@ def column_summary(
     Args:
         column_edges: output of :func:`column_edges`.
         column_paths: output of :func:`column_paths` on the same edges.
-        paths_out: the paths the downstream reach is counted from, when not ``column_paths`` (a summary of
-            some columns reads the paths into them and the paths out of them).
 
     Returns:
         ``dataset_id, field, upstream_column_count, direct_upstream_column_count, downstream_column_count,
@@ -505,13 +501,9 @@ def column_summary(
         F.count(F.lit(1)).alias("upstream_column_count"),
         F.count(F.when(F.col("all_direct"), F.lit(1))).alias("direct_upstream_column_count"),
     )
-    downstream = (
-        (column_paths if paths_out is None else paths_out)
-        .groupBy("source_dataset_id", "source_field")
-        .agg(
-            F.count(F.lit(1)).alias("downstream_column_count"),
-            F.count_distinct("target_dataset_id").alias("downstream_dataset_count"),
-        )
+    downstream = column_paths.groupBy("source_dataset_id", "source_field").agg(
+        F.count(F.lit(1)).alias("downstream_column_count"),
+        F.count_distinct("target_dataset_id").alias("downstream_dataset_count"),
     )
     masked_at = fields.where(F.col("masking")).select(*into).distinct()
     masked_above = (

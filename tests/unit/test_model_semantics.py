@@ -292,49 +292,6 @@ def test_column_summary_counts_reach_direct_sources_and_masking_upstream(spark: 
     assert got[("stage", "email_hash")].masked is True
 
 
-def test_column_summary_of_some_datasets_reads_only_their_edges_paths_and_the_masking_edges(
-    spark: SparkSession,
-) -> None:
-    """What an incremental build computes for the columns of a few datasets: the edges at either end of
-    them, the masking edges, the paths into and out of them give exactly the whole summary's rows."""
-    schema = (
-        "source_dataset_id string, source_field string, target_dataset_id string, target_field string, "
-        "job_namespace string, job_name string, scope string, is_direct boolean, masking boolean, "
-        "first_seen timestamp, last_seen timestamp"
-    )
-    rows = [
-        ("raw", "email", "stage", "email_hash", "ns", "j1", "field", True, True, at(0), at(10)),
-        ("raw", "id", "stage", "id", "ns", "j1", "field", True, False, at(0), at(10)),
-        ("stage", "email_hash", "mart", "contact", "ns", "j2", "field", True, False, at(20), at(30)),
-        ("stage", "id", "mart", "contact", "ns", "j2", "field", False, False, at(20), at(40)),
-        ("mart", "contact", "report", "contact", "ns", "j3", "field", True, False, at(50), at(60)),
-    ]
-    edges = spark.createDataFrame(rows, schema)
-    paths = columns.column_paths(edges, max_depth=5)
-    whole = {tuple(r) for r in columns.column_summary(edges, paths).collect()}
-    for scope in (["mart"], ["report"], ["raw", "report"]):
-        ids = spark.createDataFrame([(d,) for d in scope], "dataset_id string")
-        into = ids.withColumnRenamed("dataset_id", "target_dataset_id")
-        out = ids.withColumnRenamed("dataset_id", "source_dataset_id")
-        near = (
-            edges.join(into, "target_dataset_id", "left_semi")
-            .unionByName(edges.join(out, "source_dataset_id", "left_semi"))
-            .unionByName(edges.where("masking"))
-        )
-        some = columns.column_summary(
-            near,
-            paths.join(into, "target_dataset_id", "left_semi"),
-            paths.join(out, "source_dataset_id", "left_semi"),
-        ).join(ids, "dataset_id", "left_semi")
-        assert {tuple(r) for r in some.collect()} == {r for r in whole if r[0] in scope}
-    # the masking two hops up reaches report.contact only through the masking edges read
-    assert {r[0:2] for r in whole if r[6]} == {
-        ("stage", "email_hash"),
-        ("mart", "contact"),
-        ("report", "contact"),
-    }
-
-
 def test_tags_facets_of_runs_and_datasets_are_kept(spark: SparkSession) -> None:
     tagged = dataset("s3://lake", "orders")
     tagged["facets"]["tags"] = {"tags": [{"key": "pii", "value": "true", "source": "USER"}]}
