@@ -126,6 +126,28 @@ SCHEMA_COLUMNS = (
     "field_tags",
 )
 
+# The mention columns run_io, quality_results and quality_metrics read.
+IO_MENTION_COLUMNS = (
+    "event_kind",
+    "event_time",
+    "event_hash",
+    "run_id",
+    "job_namespace",
+    "job_name",
+    "namespace",
+    "name",
+    "role",
+    "row_count",
+    "size_bytes",
+    "file_count",
+    "lifecycle",
+    "dataset_version",
+    "schema_fields",
+    "assertions",
+    "tests",
+    "metrics",
+)
+
 RANGE = "after_snapshot_id"  # the snapshot an extracted row's range starts after
 FULL_RANGE_START = -1  # RANGE of rows extracted from the whole raw table
 # build_state modes (and BuildResult.mode) of a finished build:
@@ -732,11 +754,18 @@ class _Build:
         )
         scoped.unpersist()
 
-        run_mentions = mentions.join(io_runs, "run_id", "left_semi")
+        # The touched runs' mentions, read once for the three tables built from them (the columns they
+        # read: a mention's column-lineage entries are most of its bytes and none of theirs).
+        run_mentions = (
+            mentions.select(*IO_MENTION_COLUMNS)
+            .join(io_runs, "run_id", "left_semi")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
         self._put("run_io", model.run_io(run_mentions, aliases), io_runs, io_parts)
         # A run's quality results come from the same mentions as its io: the same runs, replaced the same way.
         self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
         self._put("quality_metrics", model.quality_metrics(run_mentions, aliases), io_runs)
+        run_mentions.unpersist()
         jobs_io = self.table("run_io").join(edge_jobs, JOB_KEY, "left_semi")
         static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
             edge_jobs, JOB_KEY, "left_semi"
