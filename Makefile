@@ -43,6 +43,10 @@ $(JARS)/%/.fetched: $(POM) conf/maven/settings.xml
 jars: $(JARS)/spark/.fetched $(JARS)/kafka/.fetched $(JARS)/openlineage/.fetched ## Fetch the pinned JVM jars from Maven Central
 
 setup: $(VENV)/.installed jars ## Install everything: Python venv from pyproject.toml, jars via Maven
+	@# Our package is installed editable, so pip compiled none of it: compile it here (only what changed),
+	@# or every process (each CLI question, each Spark job) compiles it again where Python may not write
+	@# bytecode as it imports (PYTHONDONTWRITEBYTECODE, as on our CI machines): about 0.1 s of each CLI answer.
+	@$(PY) -m compileall -q lineage jobs benchmarks >/dev/null
 
 kafka-start: setup ## Start the local single-node Kafka broker (KRaft) on 127.0.0.1:9092
 	$(PY) -m lineage.io.local_kafka start
