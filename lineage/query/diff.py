@@ -64,9 +64,8 @@ _IO_COLUMNS = (
     "lifecycle_states",
 )
 # The string columns read dictionary-encoded from the lake (LakeTables.arrow): coded through their
-# dictionaries. A run's id is repeated on each of its run_io rows (about four at tier M) and of its facet
-# rows, so it is read dictionary-encoded there; in runs it is unique and read plainly.
-_IO_TEXT = ("run_id", *_JOB, "dataset_id", "direction", "schema_hash")
+# dictionaries. Run ids are read plainly: hardly repeated, their dictionaries are as long as the rows.
+_IO_TEXT = (*_JOB, "dataset_id", "direction", "schema_hash")
 _RUN_TEXT = (*_JOB, "reported_state")
 _FACET_RUN_TEXT = ("_facet", "run_id")
 _EDGE_TEXT = ("_facet", *COLUMN_EDGE_KEY)
