@@ -475,10 +475,7 @@ class _Build:
             )
         self.step_done(PENDING_TABLE)
 
-        few_jobs = _few(jobs_touched, "job_name", "job_name")
-        job_facts = (facts if few_jobs is None else facts.where(few_jobs)).join(
-            F.broadcast(jobs_touched), JOB_KEY, "left_semi"
-        )
+        job_facts = _of_jobs(facts, jobs_touched, _few(jobs_touched, "job_name", "job_name"))
         jobs = model.jobs(job_facts).join(model.heartbeat_gaps(job_facts), JOB_KEY, "left")
         lake.merge_by_key(jobs, self.t("jobs"), JOB_KEY)
         self.step_done("jobs")
@@ -768,10 +765,9 @@ class _Build:
         self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
         self._put("quality_metrics", model.quality_metrics(run_mentions, aliases), io_runs)
         run_mentions.unpersist()
-        jobs_io = self.table("run_io").join(edge_jobs, JOB_KEY, "left_semi")
-        static_mentions = mentions.where(F.col("event_kind") == JOB_EVENT).join(
-            edge_jobs, JOB_KEY, "left_semi"
-        )
+        few_jobs = _few(edge_jobs, "job_name", "job_name")
+        jobs_io = _of_jobs(self.table("run_io"), edge_jobs, few_jobs)
+        static_mentions = _of_jobs(mentions.where(F.col("event_kind") == JOB_EVENT), edge_jobs, few_jobs)
         self._put(
             "job_edges", model.job_edges(jobs_io, runs, model.static_io(static_mentions, aliases)), edge_jobs
         )
@@ -1202,6 +1198,15 @@ def _of_runs(frame: DataFrame, runs: DataFrame, column: str = "run_id") -> DataF
     if few is not None:
         frame = frame.where(few)
     return frame.join(F.broadcast(runs.select(F.col("run_id").alias(column))), column, "left_semi")
+
+
+def _of_jobs(frame: DataFrame, jobs: DataFrame, few: Column | None) -> DataFrame:
+    """The rows of ``frame`` of the jobs of ``jobs`` (:data:`JOB_KEY` columns): a broadcast semi-join, after
+    ``few`` (:func:`_few` of the jobs' names) when they are few, which lets Iceberg skip row groups (a
+    touched job's run_io rows at tier M: 1.8 s as a join alone, 0.65 s with the list)."""
+    if few is not None:
+        frame = frame.where(few)
+    return frame.join(F.broadcast(jobs.select(*JOB_KEY)), JOB_KEY, "left_semi")
 
 
 def _with_run_part(frame: DataFrame) -> DataFrame:
