@@ -35,6 +35,11 @@ import psutil
 
 SAMPLE_INTERVAL_S = 0.1
 PSS_INTERVAL_S = 1.0  # the longest gap between two PSS readings
+# A rise of the tree's RSS that calls for a PSS reading before the interval is up: this share of the
+# highest RSS read so far, at least PSS_RISE_FLOOR (a tree that grows a page at a time would otherwise
+# be read on every tick while it grows).
+PSS_RISE = 0.05
+PSS_RISE_FLOOR = 16 * 1024 * 1024
 MIB = 1024 * 1024
 
 
@@ -61,8 +66,10 @@ def _pss(proc: psutil.Process) -> int:
 class TreeSampler:
     """Samples the summed PSS of process trees in a background thread; ``peak`` in bytes.
 
-    Every ``interval_s`` the tree's RSS (cheap); its PSS when that RSS is above any seen before or
-    ``pss_interval_s`` after the last PSS reading (``pss_readings`` counts them)."""
+    Every ``interval_s`` the tree's RSS (cheap); its PSS when that RSS is more than ``PSS_RISE`` (at
+    least ``PSS_RISE_FLOOR``) above the highest RSS a PSS reading saw, or ``pss_interval_s`` after the
+    last PSS reading (``pss_readings`` counts them). A high that rises less and lasts is read within
+    ``pss_interval_s``."""
 
     def __init__(
         self,
@@ -103,6 +110,16 @@ class TreeSampler:
                     procs.append(proc)
         return procs
 
+    def pss_due(self, rss: int, now: float) -> bool:
+        """Whether a tick that saw ``rss`` at ``now`` reads PSS (and counts it as read)."""
+        rise = max(PSS_RISE_FLOOR, self._rss_high * PSS_RISE)
+        if rss <= self._rss_high + rise and now - self._last_pss < self._pss_interval:
+            return False
+        self._rss_high = max(self._rss_high, rss)
+        self._last_pss = now
+        self.pss_readings += 1
+        return True
+
     def sample(self) -> int:
         """One tick; returns the tree's PSS when it was read, else its RSS."""
         procs = self._tree()
@@ -111,12 +128,8 @@ class TreeSampler:
             with contextlib.suppress(psutil.Error):
                 rss += proc.memory_info().rss
         self.samples += 1
-        now = time.monotonic()
-        if rss <= self._rss_high and now - self._last_pss < self._pss_interval:
+        if not self.pss_due(rss, time.monotonic()):
             return rss
-        self._rss_high = max(self._rss_high, rss)
-        self._last_pss = now
-        self.pss_readings += 1
         total = 0
         by_name: dict[str, int] = {}
         for proc in procs:

@@ -56,3 +56,22 @@ def test_a_tree_that_never_grows_is_read_once_a_second() -> None:
     # The first reading, then one a second: a reading more for each RSS high (an interpreter's start).
     assert 2 <= sampler.pss_readings <= elapsed + 6
     assert 1 * MIB < sampler.peak < 100 * MIB
+
+
+def test_a_slow_climb_is_read_at_its_larger_steps_not_on_every_tick() -> None:
+    sampler = TreeSampler(interval_s=0.05, pss_interval_s=1.0)
+    # RSS climbs 4 MiB a tick for 100 ticks (5 s at 50 ms), as on a machine slow to fault pages in.
+    due = [sampler.pss_due((1 + 4 * tick) * MIB, tick * 0.05) for tick in range(100)]
+    assert due[0]
+    # Reads come from the rise (every 16 MiB, later every 5%) and from the one-second interval.
+    assert 12 <= sum(due) <= 30
+
+
+def test_a_small_rise_waits_for_the_interval_and_a_large_one_is_read_at_once() -> None:
+    sampler = TreeSampler(interval_s=0.05, pss_interval_s=1.0)
+    assert sampler.pss_due(1000 * MIB, 0.0)
+    assert not sampler.pss_due(1040 * MIB, 0.05)  # 4% above the high read
+    assert not sampler.pss_due(1040 * MIB, 0.95)
+    assert sampler.pss_due(1040 * MIB, 1.0)
+    assert sampler.pss_due(1100 * MIB, 1.05)  # 5.8% above
+    assert sampler.pss_readings == 3
