@@ -130,8 +130,14 @@ SCHEMA_COLUMNS = (
 # ``run_id IN (...)`` (``job_name IN``) as well as its join: the filter reaches Iceberg's Parquet reader,
 # which skips every row group whose dictionary holds none of the values, so a small build decodes only the
 # files that hold its runs. A join alone reads every row of the history first (the run_io step of a
-# one-event build at tier M: 18.7 s). A longer list is left out (lists longer than this were not measured).
+# one-event build at tier M: 18.7 s). A longer list is left out: at tier M's history delta (about 3,500
+# jobs and their runs) lists of up to 20,000 made the reads of event_facts and the jobs' reads slower (the
+# runs step 13.0 -> 17.7 s, the jobs step 9.7 -> 11.6): the touched runs' facts and jobs span the history.
 RUN_FILTER_LIMIT = 2000
+# The touched runs' mentions (run_io and the quality tables) are the exception: they are the newest rows of
+# dataset_mentions, whose older row groups the list skips, so it pays there up to this many runs (the run_io
+# step of the history delta at tier M: 12.5 -> 7.5 s).
+MENTION_FILTER_LIMIT = 20000
 
 # The mention columns run_io, quality_results and quality_metrics read.
 IO_MENTION_COLUMNS = (
@@ -757,9 +763,9 @@ class _Build:
 
         # The touched runs' mentions, read once for the three tables built from them (the columns they
         # read: a mention's column-lineage entries are most of its bytes and none of theirs).
-        run_mentions = _of_runs(mentions.select(*IO_MENTION_COLUMNS), io_runs).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        run_mentions = _of_runs(
+            mentions.select(*IO_MENTION_COLUMNS), io_runs, limit=MENTION_FILTER_LIMIT
+        ).persist(StorageLevel.MEMORY_AND_DISK)
         self._put("run_io", model.run_io(run_mentions, aliases), io_runs, io_parts)
         # A run's quality results come from the same mentions as its io: the same runs, replaced the same way.
         self._put("quality_results", model.quality_results(run_mentions, aliases), io_runs)
@@ -1180,21 +1186,22 @@ class _Build:
         return found
 
 
-def _few(keys: DataFrame, source: str, column: str) -> Column | None:
-    """``column IN (...)`` of the values of ``keys``' column ``source`` when there are at most
-    :data:`RUN_FILTER_LIMIT` of them (none: a filter that keeps nothing), else None. One small Spark job:
-    the values are collected."""
+def _few(keys: DataFrame, source: str, column: str, limit: int = RUN_FILTER_LIMIT) -> Column | None:
+    """``column IN (...)`` of the values of ``keys``' column ``source`` when there are at most ``limit`` of
+    them (none: a filter that keeps nothing), else None. One small Spark job: the values are collected."""
     values = keys.where(F.col(source).isNotNull()).select(source).distinct()
-    found = [row[0] for row in values.limit(RUN_FILTER_LIMIT + 1).collect()]
-    if len(found) > RUN_FILTER_LIMIT:
+    found = [row[0] for row in values.limit(limit + 1).collect()]
+    if len(found) > limit:
         return None
     return F.col(column).isin(found) if found else F.lit(False)
 
 
-def _of_runs(frame: DataFrame, runs: DataFrame, column: str = "run_id") -> DataFrame:
+def _of_runs(
+    frame: DataFrame, runs: DataFrame, column: str = "run_id", limit: int = RUN_FILTER_LIMIT
+) -> DataFrame:
     """The rows of ``frame`` whose ``column`` is a run id of ``runs``: a broadcast semi-join, after the
-    literal filter of :func:`_few` when the runs are few (what lets Iceberg skip row groups)."""
-    few = _few(runs, "run_id", column)
+    literal filter of :func:`_few` when the runs are at most ``limit`` (what lets Iceberg skip row groups)."""
+    few = _few(runs, "run_id", column, limit)
     if few is not None:
         frame = frame.where(few)
     return frame.join(F.broadcast(runs.select(F.col("run_id").alias(column))), column, "left_semi")
