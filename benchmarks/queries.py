@@ -261,13 +261,17 @@ def run_sql(ctx: QueryContext) -> list[dict[str, Any]]:
     return rows
 
 
-def run_history(ctx: QueryContext) -> list[dict[str, Any]]:
-    """Each of :func:`history_questions` through the CLI (``--json``): entries answered, wall seconds."""
+def run_history(ctx: QueryContext, api: str | None = None) -> list[dict[str, Any]]:
+    """Each of :func:`history_questions` through the CLI (``--json``): entries answered, wall seconds. With
+    ``api`` (a running ``lineage serve``'s URL) the CLI asks it (``lineage --api URL ...``) instead of the
+    lake."""
     script = Path(ctx.python[0]).parent / "lineage"
+    asking = ["--api", api] if api else []
     rows: list[dict[str, Any]] = []
     for question in history_questions(ctx.estate):
-        command = [str(script), *question.args, "--json"]
-        answer, first_s, timed = measure_command(ctx, command, f"history-{len(rows)}")
+        command = [str(script), *asking, *question.args, "--json"]
+        label = f"history{'-api' if api else ''}-{len(rows)}"
+        answer, first_s, timed = measure_command(ctx, command, label)
         rows.append(
             {"query": question.label, "node": question.node, "why": question.why, "args": question.args}
             | {"entries": answer_size(answer), "first_s": round(first_s, 3), **timed}

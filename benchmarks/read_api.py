@@ -28,6 +28,7 @@ from benchmarks.queries import (
     answer_size,
     history_questions,
     pick_nodes,
+    run_history,
     spread,
 )
 
@@ -209,6 +210,8 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
         marquez = measure_paths(port, marquez_paths(ctx.estate, nodes), MARQUEZ_RUNS)
         paths = history_paths(ctx.estate)
         history = measure_paths(port, paths, runs)
+        # The CLI asking this server (a new process each time, as the CLI rows; issues 41 and 42).
+        cli_history = run_history(ctx, api=f"http://127.0.0.1:{port}")
         return {
             "status": "ok",
             "ready_s": round(time.monotonic() - started, 2),
@@ -219,6 +222,7 @@ def run_read_api(ctx: QueryContext, runs: int = 100) -> dict[str, Any]:
             "p95_max_ms": max(r["p95_ms"] for r in rows),
             "marquez_rows": marquez,
             "history_rows": history,
+            "cli_history_rows": cli_history,
         }
     finally:
         if process.poll() is None:

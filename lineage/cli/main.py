@@ -14,10 +14,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import click
 
 from lineage.cli import output
+from lineage.cli.remote import RemoteAnswers, Unreachable
 from lineage.cli.sql import sql_command
 from lineage.graph.render import FORMATS
 from lineage.query.answers import (
@@ -59,12 +61,34 @@ _DENIED = re.compile(
     r"NoCredentials|Unable to locate credentials|MISSING_AUTHENTICATION_TOKEN|HTTP status 403"
 )
 CLUSTER_ENV = 'eval "$(.venv/bin/python -m lineage.cluster env)"'  # the local stack's keys (README)
+# The commands a running `lineage serve` answers for --api (its /api/v2 endpoints, docs/read-api.md).
+REMOTE_COMMANDS = (
+    "upstream",
+    "downstream",
+    "impact",
+    "health",
+    "tags",
+    "runs",
+    "run",
+    "versions",
+    "diff",
+    "graph",
+)
 
 
 class Context:
-    def __init__(self, config: str | None) -> None:
+    def __init__(self, config: str | None, api: str | None = None) -> None:
         self.config = config
+        self.api = api or None
         self._store: LineageStore | None = None
+        self._remote: RemoteAnswers | None = None
+
+    @property
+    def remote(self) -> RemoteAnswers | None:
+        """The read API asked instead of the lake (``--api``), or None."""
+        if self.api is not None and self._remote is None:
+            self._remote = RemoteAnswers(self.api)
+        return self._remote
 
     @property
     def store(self) -> LineageStore:
@@ -149,11 +173,19 @@ as_of_option = click.option(
 @click.option(
     "--config", envvar="LINEAGE_CONFIG", help="Settings file (default conf/lineage.toml; env LINEAGE_CONFIG)."
 )
+@click.option(
+    "--api",
+    envvar="LINEAGE_API",
+    metavar="URL",
+    help="Ask a running `lineage serve` (e.g. http://127.0.0.1:5000; env LINEAGE_API) instead of reading the "
+    "lake: the query commands, with no catalog settings or lake credentials here (an API key from "
+    "LINEAGE_API_KEY).",
+)
 @click.version_option(package_name="lineage-lakehouse")
 @click.pass_context
-def cli(ctx: click.Context, config: str | None) -> None:
+def cli(ctx: click.Context, config: str | None, api: str | None) -> None:
     """Query the lineage lakehouse (lake.lineage.*) without Spark."""
-    ctx.obj = Context(config)
+    ctx.obj = Context(config, api)
 
 
 def _traversal_command(direction: str) -> Callable[..., None]:
@@ -177,23 +209,38 @@ def _traversal_command(direction: str) -> Callable[..., None]:
         tags: Sequence[str],
         as_json: bool,
     ) -> None:
-        store = ctx.store
-        root, field_name = store.resolve_field(node) if columns else (store.resolve(node), None)
-        walk = store.traverse(
-            root,
-            direction,
-            depth,
-            as_of=as_of,
-            columns=columns,
-            field_name=field_name,
-            via=via,
-            granularity=granularity,
-        )
-        walk = store.keep_tagged(walk, [parse_tag(t) for t in tags])
-        if as_json:
-            output.emit_json(traversal_json(store, walk, as_of))
+        if ctx.remote is not None:
+            data = ctx.remote.json(
+                f"/api/v2/{direction}",
+                {
+                    "node": node,
+                    "depth": depth,
+                    "as_of": as_of,
+                    "columns": columns,
+                    "via": via,
+                    "granularity": granularity,
+                    "tag": list(tags),
+                },
+            )
         else:
-            output.print_traversal(store, walk, as_of)
+            store = ctx.store
+            root, field_name = store.resolve_field(node) if columns else (store.resolve(node), None)
+            walk = store.traverse(
+                root,
+                direction,
+                depth,
+                as_of=as_of,
+                columns=columns,
+                field_name=field_name,
+                via=via,
+                granularity=granularity,
+            )
+            walk = store.keep_tagged(walk, [parse_tag(t) for t in tags])
+            data = traversal_json(store, walk, as_of)
+        if as_json:
+            output.emit_json(data)
+        else:
+            output.print_traversal(data)
 
     command.__doc__ = (
         f"Everything {direction} of NODE: a job or a dataset under any of its names (aliases resolve to "
@@ -214,7 +261,10 @@ cli.command("downstream")(_traversal_command(DOWNSTREAM))
 @pass_context
 def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None, as_json: bool) -> None:
     """Everything downstream of a dataset (or one of its fields) that a change would affect."""
-    data = impact_of(ctx.store, target, depth, as_of)
+    if ctx.remote is not None:
+        data = ctx.remote.json("/api/v2/impact", {"node": target, "depth": depth, "as_of": as_of})
+    else:
+        data = impact_of(ctx.store, target, depth, as_of)
     if as_json:
         output.emit_json(data)
     else:
@@ -228,7 +278,10 @@ def impact(ctx: Context, target: str, depth: int | None, as_of: datetime | None,
 def health(ctx: Context, node: str, as_json: bool) -> None:
     """NODE's health and what upstream causes it: its last write (or run) FAIL or LOST, failing data-quality
     assertions, late data (docs/cli.md); each upstream cause with its path to NODE."""
-    data = health_of(ctx.store, node)
+    if ctx.remote is not None:
+        data = ctx.remote.json("/api/v2/health", {"node": node})
+    else:
+        data = health_of(ctx.store, node)
     if as_json:
         output.emit_json(data)
     else:
@@ -244,7 +297,10 @@ def health(ctx: Context, node: str, as_json: bool) -> None:
 def tags_command(ctx: Context, dataset: str, field_name: str | None, tag: str | None, as_json: bool) -> None:
     """The tags of DATASET's columns, from the tags facets and the [tags] rules, each with its origin and the
     path it came along (propagated downstream along DIRECT column lineage; docs/cli.md)."""
-    data = tags_of(ctx.store, dataset, field_name, tag)
+    if ctx.remote is not None:
+        data = ctx.remote.json("/api/v2/tags", {"dataset": dataset, "field": field_name, "tag": tag})
+    else:
+        data = tags_of(ctx.store, dataset, field_name, tag)
     if as_json:
         output.emit_json(data)
     else:
@@ -274,13 +330,18 @@ def runs(
     as_json: bool,
 ) -> None:
     """Runs, newest first, with their reported and inferred (stuck = LOST) state."""
-    rows = ctx.store.runs(
-        job=job, states=state_names(states), since=since, limit=limit, tags=[parse_tag(t) for t in tags]
-    )
-    if as_json:
-        output.emit_json([run_json(r) for r in rows])
+    if ctx.remote is not None:
+        params = {"job": job, "state": list(states), "since": since, "limit": limit, "tag": list(tags)}
+        listed = ctx.remote.json("/api/v2/runs", params)
     else:
-        output.print_runs(rows)
+        rows = ctx.store.runs(
+            job=job, states=state_names(states), since=since, limit=limit, tags=[parse_tag(t) for t in tags]
+        )
+        listed = [run_json(r) for r in rows]
+    if as_json:
+        output.emit_json(listed)
+    else:
+        output.print_runs(listed)
 
 
 @cli.command()
@@ -289,7 +350,10 @@ def runs(
 @pass_context
 def run(ctx: Context, run_id: str, as_json: bool) -> None:
     """One run: state and liveness, timing, error, child runs and the datasets it read and wrote."""
-    data = run_detail(ctx.store, run_id)
+    if ctx.remote is not None:
+        data = ctx.remote.json(f"/api/v2/runs/{quote(run_id, safe='')}", {})
+    else:
+        data = run_detail(ctx.store, run_id)
     if as_json:
         output.emit_json(data)
     else:
@@ -316,14 +380,19 @@ def run(ctx: Context, run_id: str, as_json: bool) -> None:
 def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_json: bool) -> None:
     """A dataset's versions (one per write), newest first, each with the run that wrote it; with
     --version, the chain of versions it was built from."""
-    if version is None:
+    if ctx.remote is not None:
+        params = {"node": dataset, "version": version, "depth": None if version is None else depth}
+        data = ctx.remote.json("/api/v2/versions", params)
+    elif version is None:
         data = versions_of(ctx.store, dataset)
+    else:
+        data = version_lineage(ctx.store, dataset, version, depth)
+    if version is None:
         if as_json:
             output.emit_json(data)
         else:
             output.print_versions(data)
         return
-    data = version_lineage(ctx.store, dataset, version, depth)
     if as_json:
         output.emit_json(data)
     else:
@@ -375,18 +444,36 @@ def diff(
     optionally around NODE: edges and column edges that appeared or stopped being observed, changed
     schemas, jobs that started or stopped writing a dataset, jobs whose last run outcome changed. Every
     change is counted; the first --limit of each kind are listed (--all: every one)."""
-    base, current = windows(start, end, base_start, base_end)
     listed = None if list_all else limit
+    if ctx.remote is not None:
+        params = {
+            "from": start,
+            "to": end,
+            "base_from": base_start,
+            "base_to": base_end,
+            "node": node,
+            "depth": depth,
+            "limit": listed,
+            "all": list_all or None,
+            "format": "html" if graph_path is not None else None,
+        }
+        if graph_path is None:
+            data = ctx.remote.json("/api/v2/diff", params)
+            if as_json:
+                output.emit_json(data)
+            else:
+                output.print_diff(data)
+            return
+        _write(graph_path, ctx.remote.text("/api/v2/diff", params))
+        click.echo(f"wrote {graph_path} (the read API's page of the changes listed)")
+        return
+    base, current = windows(start, end, base_start, base_end)
     if graph_path is not None:
         from lineage.graph.render import render
 
         changes = changes_between(ctx.store, base, current, node=node, depth=depth, limit=listed)
         page = diff_graph(ctx.store, changes, node)
-        try:
-            graph_path.parent.mkdir(parents=True, exist_ok=True)
-            graph_path.write_text(render(page, "html"), encoding="utf-8")
-        except OSError as exc:
-            raise SendFailed(f"cannot write {graph_path}: {exc.strerror or exc}") from exc
+        _write(graph_path, render(page, "html"))
         note = "" if changes.complete else f"; the first {changes.limit} changes of each kind, --all for all"
         click.echo(
             f"wrote {graph_path} ({len(page['nodes'])} nodes, {len(page['edges'])} edges changed{note})"
@@ -463,6 +550,24 @@ def graph(
     granularity: str,
 ) -> None:
     """Draw the lineage around NODE: a self-contained offline HTML page, Graphviz dot, Mermaid or JSON."""
+    if ctx.remote is not None:
+        params = {
+            "node": node,
+            "format": fmt,
+            "depth": depth,
+            "direction": direction,
+            "as_of": as_of,
+            "columns": columns,
+            "via": via,
+            "granularity": granularity,
+        }
+        page = ctx.remote.text("/api/v2/graph", params)
+        if path is None:
+            click.echo(page, nl=not page.endswith("\n"))
+        else:
+            _write(path, page)
+            click.echo(f"wrote {path} (the read API's {fmt})")
+        return
     from lineage.graph.render import render
 
     store = ctx.store
@@ -480,16 +585,21 @@ def graph(
     if path is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise SendFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
+    _write(path, text)
     click.echo(f"wrote {path} ({len(walk.hops)} nodes, {len(walk.edges)} edges, {fmt})")
 
 
 class SendFailed(Exception):
     """Sending an event or writing a file failed (exit 1)."""
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` into the file ``path`` (its folders made); a failure is :class:`SendFailed`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise SendFailed(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 cli.add_command(sql_command)
@@ -595,7 +705,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         hint = credentials_hint(exc)
         output.echo(f"lineage: {exc}" + (f"; {hint}" if hint else ""), err=True)
         sys.exit(2)
-    except SendFailed as exc:
+    except (SendFailed, Unreachable) as exc:
         output.echo(f"lineage: {exc}", err=True)
         sys.exit(1)
     except BrokenPipeError:

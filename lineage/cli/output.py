@@ -11,9 +11,8 @@ import click
 import orjson
 
 from lineage.query.answers import problem_words
-from lineage.query.nodes import DATASET, Traversal
-from lineage.query.store import LineageStore
-from lineage.query.text import escape_unsafe, iso, transformation_label
+from lineage.query.nodes import DATASET
+from lineage.query.text import escape_unsafe
 
 # orjson, not the standard library: with an indent the standard encoder is pure Python (a deep walk from a
 # hub at tier M, 3 MB of JSON, took about 0.1 s of the command's second). Same document, same text rules:
@@ -69,6 +68,16 @@ def echo(text: str = "", **kwargs: Any) -> None:
     click.echo(safe_text(text, keep_newlines=True), **kwargs)
 
 
+def _when(value: Any) -> Any:
+    """An ISO-8601 time of a JSON answer as a datetime (printed as the other tables' times); else as is."""
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
@@ -79,50 +88,46 @@ def _cell(value: Any) -> str:
     return safe_text(str(value))
 
 
-def _state(store: LineageStore, namespace: str, name: str) -> str | None:
-    return store.job_state(namespace, name)[0]
-
-
-def print_traversal(store: LineageStore, walk: Traversal, as_of: datetime | None) -> None:
-    when = f", edges seen by {iso(as_of)}" if as_of else ""
-    echo(f"{walk.direction} of {walk.root.kind} {walk.root.label} (depth {walk.depth}{when})")
-    nodes = sorted(
-        ((n, h) for n, h in walk.hops.items() if n != walk.root), key=lambda item: (item[1], item[0].label)
-    )
+def print_traversal(data: dict[str, Any]) -> None:
+    """A walk as ``lineage upstream/downstream`` prints it, from its JSON document
+    (:func:`lineage.query.answers.traversal_json`, the read API's ``/api/v2/upstream`` answer too)."""
+    root = data["root"]
+    when = f", edges seen by {data['as_of']}" if data.get("as_of") else ""
+    echo(f"{data['direction']} of {root['kind']} {root['label']} (depth {data['depth']}{when})")
+    nodes = sorted(data["nodes"], key=lambda n: (n["hops"], n["label"]))
     if not nodes:
-        echo(f"  nothing {walk.direction}")
+        echo(f"  nothing {data['direction']}")
     else:
-        store.fetch_job_states((n.namespace, n.name) for n, _ in nodes if n.kind != DATASET)
         table(
             ["hops", "kind", "node", "state"],
             [
-                (h, n.kind, n.label, None if n.kind == DATASET else _state(store, n.namespace, n.name))
-                for n, h in nodes
+                (n["hops"], n["kind"], n["label"], None if n["kind"] == DATASET else n.get("state"))
+                for n in nodes
             ],
             indent="  ",
         )
-    if walk.job_links:
+    if data.get("dependencies"):
+        labels = {n["id"]: n["label"] for n in [root, *nodes]}
         echo("job dependencies")
-        links = sorted((up.label, down.label, source) for up, down, source in walk.job_links)
+        links = sorted(
+            (labels.get(d["source"], d["source"]), labels.get(d["target"], d["target"]), d["via"])
+            for d in data["dependencies"]
+        )
         table(["upstream job", "downstream job", "via"], links, indent="  ")
-    if walk.column_edges or walk.columns:
+    if "column_edges" in data:
         echo("column lineage")
-        if not walk.column_edges:
+        if not data["column_edges"]:
             echo("  no column lineage")
             return
-        rows = []
-        ends = store.column_edge_ends(walk.column_edges)
-        for edge in walk.column_edges:
-            source = ends.get(edge["source_dataset_id"])
-            target = ends.get(edge["target_dataset_id"])
-            rows.append(
-                (
-                    f"{source.label if source else edge['source_dataset_id']}.{edge['source_field'] or '*'}",
-                    f"{target.label if target else edge['target_dataset_id']}.{edge['target_field'] or '*'}",
-                    f"{edge['job_namespace']}/{edge['job_name']}",
-                    transformation_label(edge),
-                )
+        rows = [
+            (
+                f"{e['source']}.{e['source_field']}",
+                f"{e['target']}.{e['target_field']}",
+                e["job"],
+                e["transformation"],
             )
+            for e in data["column_edges"]
+        ]
         table(["from", "to", "job", "transformation"], sorted(rows), indent="  ")
 
 
@@ -231,8 +236,8 @@ def print_runs(rows: Sequence[dict[str, Any]]) -> None:
                 r["run_id"],
                 f"{r['job_namespace']}/{r['job_name']}",
                 state_text(r),
-                r["started_at"],
-                r["last_event_at"],
+                _when(r["started_at"]),
+                _when(r["last_event_at"]),
                 r["duration_seconds"],
             )
             for r in rows

@@ -7,12 +7,14 @@ from contextlib import closing
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import Node
 from lineage.query.pin import STATE_TABLE, empty_arrow, finished_build
-from lineage.settings import Settings
+
+if TYPE_CHECKING:  # the settings (pydantic) load when a lake is opened, not for `lineage --api`
+    from lineage.settings import Settings
 
 
 class LakeTables:

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -285,6 +286,77 @@ def test_our_endpoints_answer_what_the_cli_answers(service: ReadService, lab_pip
     assert page.status_code == 200
     assert page.headers["Content-Type"].startswith("text/html")
     assert "supplier-stats" in page.text
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([LINEAGE, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+# What the reader's clock writes into an answer (a health's "as of", a running run's silence, a page's
+# generation time): the two processes ask at different moments.
+_CLOCK_TEXT = re.compile(r"(as of |as_of\W+|generated_at\W+|generated )\d{4}-\d\d-\d\dT[\d:.]+(Z|\+00:00)")
+
+
+def same_answer(args: tuple[str, ...], text: str) -> Any:
+    """A command's output with the reader's clock masked; JSON parsed (a walk's column edges in one order)."""
+    if "--json" not in args:
+        return _CLOCK_TEXT.sub(r"\1<now>", text)
+    data = json.loads(_CLOCK_TEXT.sub(r"\1<now>", text))
+    for row in data if isinstance(data, list) else [data]:
+        row.pop("silent_seconds", None)
+    return same_walk(data) if args[0] in ("upstream", "downstream") else data
+
+
+def test_the_cli_through_the_api_prints_what_it_prints_from_the_lake(
+    service: ReadService, lab_pipeline: Pipeline
+) -> None:
+    node = "hive://hive-metastore:9083/default.supplier_stats"
+    done = service.get("/api/v2/runs", state="complete", limit=1).json()
+    version = service.get("/api/v2/versions", node=node).json()["versions"][0]["version"]
+    windows = (
+        "--base-from",
+        "2000-01-01",
+        "--base-to",
+        "2001-01-01",
+        "--from",
+        "2001-01-01",
+        "--to",
+        "2100-01-01",
+    )
+    commands: list[tuple[str, ...]] = [
+        ("upstream", node, "--depth", "3", "--columns"),
+        ("upstream", node, "--depth", "3", "--columns", "--json"),
+        ("downstream", f"{KAFKA}/orders", "--via", "both"),
+        ("impact", f"{KAFKA}/orders.price"),
+        ("impact", f"{KAFKA}/orders.price", "--json"),
+        ("health", node),
+        ("health", node, "--json"),
+        ("tags", node),
+        ("runs", "--state", "lost"),
+        ("runs", "--limit", "5", "--json"),
+        ("run", done[0]["run_id"]),
+        ("versions", node),
+        ("versions", node, "--version", version, "--json"),
+        ("diff", *windows),
+        ("diff", *windows, "--json"),
+        ("graph", node, "--format", "dot"),
+    ]
+    for args in commands:
+        lake = run_cli(lab_pipeline.env, *args)
+        asked = run_cli(lab_pipeline.env, "--api", service.url, *args)
+        assert lake.returncode == 0, (args, lake.stderr)
+        assert asked.returncode == 0, (args, asked.stderr)
+        assert lake.stdout.strip(), args
+        assert same_answer(args, asked.stdout) == same_answer(args, lake.stdout), args
+    # Errors: the same line and exit; an unknown node's suggestions come from the service's 404.
+    lake = run_cli(lab_pipeline.env, "health", f"{KAFKA}/ordres")
+    asked = run_cli(lab_pipeline.env, "--api", service.url, "health", f"{KAFKA}/ordres")
+    assert (asked.returncode, asked.stderr) == (lake.returncode, lake.stderr) == (2, lake.stderr)
+    assert f"{KAFKA}/orders" in asked.stderr
+    # No settings on the asking side at all: the service's URL is enough.
+    bare = {k: v for k, v in lab_pipeline.env.items() if not k.startswith(("LINEAGE", "AWS"))}
+    asked = run_cli({**bare, "LINEAGE_API": service.url}, "tags", node)
+    assert asked.returncode == 0 and asked.stdout == run_cli(lab_pipeline.env, "tags", node).stdout
 
 
 def test_bad_input(service: ReadService) -> None:

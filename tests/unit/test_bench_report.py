@@ -100,6 +100,11 @@ READ_API = {
         {"query": "lineage depth 2", "node": "hub", "path": "/api/v1/lineage?nodeId=x&depth=2", "items": 42,
          "bytes": 123456, "runs": 20, "p50_ms": 7.5, "p95_ms": 9.25, "max_ms": 12.0},
     ],
+    "cli_history_rows": [
+        {"query": "versions", "node": "most-written", "why": "w", "args": ["versions", "x"], "entries": 11,
+         "first_s": 0.4, "runs": 10, "p50_s": 0.31, "p95_s": 0.36, "min_s": 0.29, "max_s": 0.37,
+         "peak_mib": 61.0},
+    ],
 }  # fmt: skip
 
 
@@ -133,6 +138,8 @@ def test_read_api_rows_sit_beside_rentgen_and_the_service_goals_are_judged(tmp_p
         "32 clients sending one event per request (single), 4 clients sending 500 events per request" in text
     )
     assert "held 300.0 MiB and loaded in 4.50 s" in text
+    assert "The CLI asking the same server, tier M: `lineage --api URL" in text
+    assert "| versions | most-written | 11 | 10 | 0.31 | 0.36 | 0.29 - 0.37 | 61 |" in text
     assert "| downstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | 150.0 | 5x |" in text
     assert "| upstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | - | - |" in text
     assert "Marquez's paths, tier M, the same server: milliseconds per request over 20 requests" in text
