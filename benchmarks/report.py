@@ -485,13 +485,20 @@ def _sql_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def _history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
-    """Lineage over time and health through the CLI (issues 41 and 42), a new process each time."""
+def _history_rows(tier: str, rows: list[dict[str, Any]], asking: str | None = None) -> list[str]:
+    """Lineage over time and health through the CLI (issues 41 and 42), a new process each time: reading
+    the lake, or ``asking`` a running server (``lineage --api URL``)."""
     if not rows:
         return []
+    how = (
+        f"The CLI asking {asking}, tier {tier}: `lineage --api URL health|versions|diff ... --json`, a new "
+        "process each time (process start, the request, the printing; nothing read from the lake)."
+        if asking
+        else f"Over time and health, tier {tier}: `lineage health|versions|diff ... --json`, a new process "
+        "each time."
+    )
     lines = [
-        f"Over time and health, tier {tier}: `lineage health|versions|diff ... --json`, a new process each "
-        "time. Seconds over the timed runs given, after one untimed run; entries: the causes, the versions, "
+        f"{how} Seconds over the timed runs given, after one untimed run; entries: the causes, the versions, "
         "or every change the diff lists.",
         "",
         "| question | node | entries | runs | p50 s | p95 s | min - max s | peak MiB |",
@@ -549,7 +556,7 @@ def _read_api(results: dict[str, dict[str, Any]]) -> list[str]:
         lines.append("")
         lines += _marquez_rows(tier, node.get("marquez_rows") or [])
         lines += _api_history_rows(tier, node.get("history_rows") or [])
-        lines += _cli_api_history_rows(tier, node.get("cli_history_rows") or [])
+        lines += _history_rows(tier, node.get("cli_history_rows") or [], asking="the same server")
     return lines
 
 
@@ -589,26 +596,6 @@ def _api_history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {row['query']} | {row['node']} | {row['items']:,} | {row['bytes']:,} | {row['runs']} | "
             f"{row['p50_ms']:.2f} | {row['p95_ms']:.2f} | {row['max_ms']:.2f} |"
-        )
-    return [*lines, ""]
-
-
-def _cli_api_history_rows(tier: str, rows: list[dict[str, Any]]) -> list[str]:
-    """The same questions through the CLI asking that server (``lineage --api URL``)."""
-    if not rows:
-        return []
-    lines = [
-        f"The CLI asking the same server, tier {tier}: `lineage --api URL health|versions|diff ... --json`, "
-        "a new process each time (process start, the request, the printing; nothing read from the lake). "
-        "Seconds over the timed runs given, after one untimed run.",
-        "",
-        "| question | node | entries | runs | p50 s | p95 s | min - max s | peak MiB |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['query']} | {row['node']} | {row['entries']:,} | {row['runs']} | {row['p50_s']:.2f} | "
-            f"{row['p95_s']:.2f} | {row['min_s']:.2f} - {row['max_s']:.2f} | {row['peak_mib']:,.0f} |"
         )
     return [*lines, ""]
 

@@ -178,8 +178,8 @@ as_of_option = click.option(
     envvar="LINEAGE_API",
     metavar="URL",
     help="Ask a running `lineage serve` (e.g. http://127.0.0.1:5000; env LINEAGE_API) instead of reading the "
-    "lake: the query commands, with no catalog settings or lake credentials here (an API key from "
-    "LINEAGE_API_KEY).",
+    f"lake: {', '.join(REMOTE_COMMANDS)}, with no catalog settings or lake credentials here (an API key "
+    "from LINEAGE_API_KEY).",
 )
 @click.version_option(package_name="lineage-lakehouse")
 @click.pass_context
@@ -387,14 +387,10 @@ def versions(ctx: Context, dataset: str, version: str | None, depth: int, as_jso
         data = versions_of(ctx.store, dataset)
     else:
         data = version_lineage(ctx.store, dataset, version, depth)
-    if version is None:
-        if as_json:
-            output.emit_json(data)
-        else:
-            output.print_versions(data)
-        return
     if as_json:
         output.emit_json(data)
+    elif version is None:
+        output.print_versions(data)
     else:
         output.print_version_lineage(data)
 

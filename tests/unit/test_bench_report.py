@@ -139,7 +139,7 @@ def test_read_api_rows_sit_beside_rentgen_and_the_service_goals_are_judged(tmp_p
     )
     assert "held 300.0 MiB and loaded in 4.50 s" in text
     assert "The CLI asking the same server, tier M: `lineage --api URL" in text
-    assert "| versions | most-written | 11 | 10 | 0.31 | 0.36 | 0.29 - 0.37 | 61 |" in text
+    assert "| versions | most-written (w) | 11 | 10 | 0.31 | 0.36 | 0.29 - 0.37 | 61 |" in text
     assert "| downstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | 150.0 | 5x |" in text
     assert "| upstream | hub | 10 | 50 / 60 | 20.00 | 30.00 | 90.00 | - | - |" in text
     assert "Marquez's paths, tier M, the same server: milliseconds per request over 20 requests" in text
