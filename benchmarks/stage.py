@@ -6,8 +6,8 @@
   ``jobs/ingest_events.py --trigger availableNow`` runs inside its self-instrumentation wrapper
   ``observed_ingest``, left out here): every message in the topic lands in the raw tables.
 - ``parse``: the parse-only bound. The same Kafka source (:func:`lineage.ingest.stream.kafka_source`) and the
-  same validation as the ingestion (:mod:`lineage.ingest.verdicts`, its envelope stage persisted per
-  micro-batch, then the rest of the rules) into Spark's ``noop`` sink from ``foreachBatch``,
+  same validation as the ingestion (:func:`lineage.ingest.verdicts.parse_messages`) into Spark's ``noop``
+  sink from ``foreachBatch``,
   ``availableNow``: read the topic, parse every envelope, write nothing.
 - ``read``: the read-only bound: the same Kafka source into the ``noop`` sink, nothing parsed (what
   reading the topic alone costs on this machine).
@@ -95,11 +95,10 @@ def _ingest(settings: Settings, result: dict[str, Any], trigger: str | None) -> 
 
 
 def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: bool = True) -> None:
-    from pyspark import StorageLevel
     from pyspark.sql import DataFrame
 
     from lineage.ingest.stream import kafka_source
-    from lineage.ingest.verdicts import envelope_stage, judged
+    from lineage.ingest.verdicts import parse_messages
     from lineage.spark import build_session
 
     spark = build_session(settings, "bench-parse" if parse else "bench-read")
@@ -110,12 +109,9 @@ def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: 
     max_future_seconds = settings.ingest.max_future_seconds
 
     def parse_batch(batch: DataFrame, _batch_id: int) -> None:
-        # As the ingestion parses a micro-batch: the envelope stage persisted, the rest of the rules on top.
-        stage = envelope_stage(batch).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            judged(stage, max_future_seconds).write.format("noop").mode("overwrite").save()
-        finally:
-            stage.unpersist()
+        parse_messages(batch, max_future_seconds=max_future_seconds).write.format("noop").mode(
+            "overwrite"
+        ).save()
 
     writer = source.writeStream.foreachBatch(parse_batch) if parse else source.writeStream.format("noop")
     query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()

@@ -46,7 +46,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lineage.ingest.verdicts import envelope_stage, judged
+from lineage.ingest.verdicts import parse_messages
 from lineage.io.tables import create_raw_tables
 from lineage.settings import KafkaSettings, Settings, is_uri, parse_trigger
 from lineage.transforms.envelope import rejected_messages, valid_events
@@ -285,13 +285,13 @@ class BatchWriter:
     def _run(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         ids = self._current_ids(batch_id)  # before Spark reads the batch's messages (on the first action)
-        # The envelope's verdict persisted, then the rest of the rules on top (lineage.ingest.verdicts:
-        # the persisted stage keeps Spark from inlining its JSON parse into the later steps).
-        stage = envelope_stage(batch, self._redactor).persist(StorageLevel.MEMORY_AND_DISK)
+        # Persisted: the batch is read by several actions (its ranges, the replay check, both appends).
+        parsed = parse_messages(batch, self._redactor, self._max_future_seconds)
+        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            stats = self._write(judged(stage, self._max_future_seconds), batch_id, started, ids)
+            stats = self._write(parsed, batch_id, started, ids)
         finally:
-            stage.unpersist()
+            parsed.unpersist()
         self._progress.add(stats)
         log.info(
             "batch %d: %d in, %d landed, %d rejected, %d already landed, %.0f rows/s",

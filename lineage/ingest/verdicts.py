@@ -1,8 +1,9 @@
 """The streaming ingestion's verdict on each Kafka message: the envelope's checks, then the rest of the rules.
 
 :func:`lineage.transforms.envelope.parse_messages` applies checks 1 to 10 of :mod:`lineage.events.rules`
-as Spark column expressions. Three answers need more than Spark's parser gives, and this module adds them
-to its output with the precedence the rules give them:
+as Spark column expressions. Three answers need more than Spark's parser gives; this module supplies
+them, and the envelope's verdict takes them with the precedence the rules give them
+(:func:`lineage.transforms.envelope.parse_redacted`):
 
 - ``TRAILING_DATA`` (check 3): Spark's ``try_parse_json`` reads the first JSON value of a message and
   ignores what follows it, so ``{...}{...}`` would land as its first event, the second lost.
@@ -13,44 +14,35 @@ to its output with the precedence the rules give them:
   messages gets the verdict they got when they were new, and a producer whose clock runs ahead cannot
   vouch for its own eventTime with its record's timestamp).
 
-The first two are decided by :func:`lineage.events.validate.json_problem`, the intake's own Python, in an
-Arrow UDF, for the few messages that need it: those Spark's parser refused (``NOT_JSON`` so far), and those
-that may hold more than one value. The second set is found by Jackson in Spark, exactly enough: a message
-that is one JSON value ``V`` is one element when wrapped as ``[V]`` and is a member when wrapped as
-``{"k":V}``; data after ``V`` either breaks a wrap (most data), or makes more elements (``,...``), or
-closes the array wrap early (``]...``, which breaks the object wrap). Nesting one level deeper can refuse
-a message at the depth limit: it is asked about too, and Python decides.
+The first two are decided by :func:`lineage.events.validate.json_problem`, the intake's own Python, for
+the few messages that need it, in the same Arrow UDF as the redaction
+(:func:`lineage.transforms.envelope.redact_messages`): before the parse, so no Python UDF reads what the
+parse gives (with one on top of it, Spark's optimizer copied the JSON parse into every expression reading
+it, and persisting the parse in between cost a third of the ingestion's speed). The messages asked are
+those Jackson in Spark finds may hold more than one value, exactly enough: a message that is one JSON
+value ``V`` is one element when wrapped as ``[V]`` and is a member when wrapped as ``{"k":V}``; data
+after ``V`` either breaks a wrap (most data), or makes more elements (``,...``), or closes the array wrap
+early (``]...``, which breaks the object wrap). A message that is not JSON at all breaks both wraps, and
+so does one nested a level too deep by the wrap, or one with a name or a number beyond its limit
+(Jackson checks those while it skips through values). It checks a string's length only when it reads
+the string, which the wraps do not: a message longer than a string may be is asked too. The judge also
+sees every message the redaction changed. A duplicate key is the one thing Spark's parser refuses that
+neither finds, and the judge would say the same of it (``NOT_JSON``). Python's verdict counts only past
+checks 1 and 2 (a blank or non-UTF-8 message keeps the envelope's).
 
 Messages that are not valid UTF-8 keep their bytes, secrets aside (:func:`lineage.events.redact.redact_bytes`
-reads them leniently); their ``redactions`` count is taken here, on the bytes.
+reads them leniently), and their ``redactions`` are counted on the bytes.
 """
 
 from __future__ import annotations
 
-import re
-
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from lineage.events import redact, rules
+from lineage.events import redact
+from lineage.events.rules import JSON_LIMITS
 from lineage.events.validate import json_problem
 from lineage.transforms import envelope
-
-_PROBLEM = "struct<reason:string,detail:string>"
-_ASK = "_ask"  # a column of the envelope stage: the message goes to json_problem
-
-
-def _json_problems(values: pa.Array) -> pa.Array:
-    """:func:`json_problem` of each non-null message (null: one JSON value the parser takes)."""
-    out: list[dict[str, str] | None] = [None] * len(values)
-    for i in range(len(values)):
-        value = values[i].as_py()
-        if value is not None:
-            found = json_problem(value)
-            if found is not None:
-                out[i] = {"reason": found[0], "detail": found[1]}
-    return pa.array(out, pa.struct([("reason", pa.string()), ("detail", pa.string())]))
 
 
 def _may_hold_more(text: Column) -> Column:
@@ -58,11 +50,6 @@ def _may_hold_more(text: Column) -> Column:
     as_element = F.json_array_length(F.concat(F.lit("["), text, F.lit("]")))
     as_member = F.json_object_keys(F.concat(F.lit('{"k":'), text, F.lit("}")))
     return F.coalesce(as_element != 1, F.lit(True)) | as_member.isNull()
-
-
-def _markers(binary: Column) -> Column:
-    """Redaction markers in bytes, UTF-8 or not (an invalid byte is read as U+FFFD, the marker is ASCII)."""
-    return F.coalesce(F.regexp_count(binary.cast("string"), F.lit(re.escape(redact.MARKER))), F.lit(0))
 
 
 def parse_messages(
@@ -76,61 +63,10 @@ def parse_messages(
         messages: rows as Spark's Kafka source gives them.
         redactor: the secret rules, or None (no redaction).
         max_future_seconds: ``ingest.max_future_seconds``; 0: no limit on eventTime ahead of the clock.
-
-    The ingestion runs the two halves itself (:func:`envelope_stage`, persisted, then :func:`judged`):
-    with the judging UDF straight on top of the envelope's (a second Python UDF in a row), Spark's
-    optimizer inlines the envelope's ``parse_json`` into every expression that reads it, which made the
-    whole parse about three times as slow; a persisted stage in between keeps it from doing so.
     """
-    return judged(envelope_stage(messages, redactor), max_future_seconds)
-
-
-def envelope_stage(messages: DataFrame, redactor: redact.Redactor | None = redact.DEFAULT) -> DataFrame:
-    """The envelope's verdict, and which messages :func:`judged` must ask :func:`json_problem` about."""
-    parsed = envelope.parse_messages(messages, redactor)
-    reason = F.col("reason")
-    text = F.col("value").cast("string")
-    past_the_parser = reason.isNull() | ~reason.isin(rules.EMPTY_VALUE, rules.NOT_UTF8, rules.NOT_JSON)
-    ask = (reason == rules.NOT_JSON) | (past_the_parser & _may_hold_more(text))
-    return parsed.withColumn(_ASK, ask)
-
-
-def judged(stage: DataFrame, max_future_seconds: float = 0.0) -> DataFrame:
-    """The verdict of every rule on the rows of :func:`envelope_stage` (the envelope's columns)."""
-    reason, detail = F.col("reason"), F.col("detail")
-    text = F.col("value").cast("string")
-    judge = F.arrow_udf(_json_problems, _PROBLEM)  # type: ignore[call-overload]
-    problem = judge(F.when(F.col(_ASK), F.col("value")))
-    with_problem = stage.withColumn("_problem", problem)
-    reason = F.coalesce(F.col("_problem.reason"), reason)
-    detail = F.when(F.col("_problem").isNotNull(), F.col("_problem.detail")).otherwise(detail)
-    if max_future_seconds > 0:
-        received = F.least(F.col("kafka_timestamp"), F.current_timestamp())
-        latest = received + F.make_dt_interval(secs=F.lit(max_future_seconds))
-        ahead = reason.isNull() & (F.col("event_time") > latest)
-        event_time = F.get_json_object(text, "$.eventTime")
-        future_detail = F.concat(
-            F.lit(rules.detail_in_future(max_future_seconds)),
-            F.substring(event_time, 1, rules.DETAIL_VALUE_CHARS),
-        )
-        reason, detail = (
-            F.when(ahead, F.lit(rules.EVENT_TIME_IN_FUTURE)).otherwise(reason),
-            F.when(ahead, future_detail).otherwise(detail),
-        )
-    not_utf8 = ~F.is_valid_utf8(text) | ~F.is_valid_utf8(F.col("kafka_key").cast("string"))
-    redactions = F.when(
-        F.coalesce(not_utf8, F.lit(False)), _markers(F.col("value")) + _markers(F.col("kafka_key"))
-    ).otherwise(F.col("redactions"))
-    return with_problem.select(
-        *[
-            reason.alias(c)
-            if c == "reason"
-            else detail.alias(c)
-            if c == "detail"
-            else redactions.alias(c)
-            if c == "redactions"
-            else F.col(c)
-            for c in stage.columns
-            if c != _ASK
-        ]
-    )
+    # Jackson checks the lengths of names and numbers while the wraps skip through values, and those of
+    # strings only when it reads them: a string beyond the limit needs more bytes than it may have characters.
+    long = F.coalesce(F.length("value") > JSON_LIMITS.max_string_length, F.lit(False))
+    ask = _may_hold_more(F.col("value").cast("string")) | long
+    redacted = envelope.redact_messages(messages, redactor, judge=json_problem, ask=ask)
+    return envelope.parse_redacted(redacted, max_future_seconds)

@@ -60,6 +60,7 @@ __all__ = [
     "UNKNOWN_EVENT_TYPE",
     "UUID_PATTERN",
     "parse_messages",
+    "parse_redacted",
     "rejected_messages",
     "valid_events",
 ]
@@ -161,49 +162,104 @@ def _head(text: Column) -> Column:
     return F.substring(text, 1, rules.DETAIL_VALUE_CHARS)
 
 
-def _redactor_udf(redactor: redact.Redactor) -> Callable[[Column], Column]:
-    """A column function: the bytes with their secrets replaced, or null where nothing was replaced.
+Judge = Callable[[bytes], "tuple[str, str] | None"]
+"""A Python check run on a message's (redacted) bytes in the redaction's UDF: (reason, detail) or None."""
+
+_PROBLEM_TYPE = pa.struct([("reason", pa.string()), ("detail", pa.string())])
+_PYTHON_TYPE = pa.struct([("value", pa.binary()), ("key", pa.binary()), ("problem", _PROBLEM_TYPE)])
+PROBLEM = "_problem"  # the column :func:`redact_messages` adds when given a judge
+
+
+def _python_udf(redactor: redact.Redactor | None, judge: Judge | None) -> Callable[..., Column]:
+    """One Arrow UDF over (value, key, ask): the bytes with their secrets replaced (null where nothing
+    was), and ``judge``'s verdict on the messages ``ask`` picks and on every redacted one.
 
     Python redacts (:meth:`lineage.events.redact.Redactor.redact`, the rules the HTTP intake applies),
     and only the messages in which pyarrow's one-pass search finds a literal some trigger needs. In Spark
     each literal or trigger searched on its own costs a pass over the message (a regular expression also
     decodes it into a Java string again, and Spark evaluates the lower-cased text once per search inside a
     condition): twenty-odd passes cost more than the rest of the parse (docs/benchmark-tuning.md).
+
+    The judge runs in the same UDF, on the raw columns: a second Python UDF reading what the parse gives
+    would sit on top of it, and Spark's optimizer then copies the JSON parse into every expression that
+    reads it (or the parse must be persisted first, which cost a third of the ingestion's speed). Its
+    ``ask`` is computed on the bytes as received; a redacted message is judged whatever ``ask`` says,
+    so the verdict is always the judge's on the stored (redacted) bytes.
     """
 
-    def redact_values(values: pa.Array) -> pa.Array:
-        out: list[bytes | None] = [None] * len(values)
-        for i in redact.flagged(values, redactor):
-            replaced, count = redact.redact_bytes(values[i].as_py(), redactor)
-            if count:
-                out[i] = replaced
-        return pa.array(out, pa.binary())
+    def redact_and_judge(values: pa.Array, keys: pa.Array, ask: pa.Array) -> pa.Array:
+        size = len(values)
+        new_values: list[bytes | None] = [None] * size
+        new_keys: list[bytes | None] = [None] * size
+        if redactor is not None:
+            for column, out in ((values, new_values), (keys, new_keys)):
+                for i in redact.flagged(column, redactor):
+                    replaced, count = redact.redact_bytes(column[i].as_py(), redactor)
+                    if count:
+                        out[i] = replaced
+        problems: list[dict[str, str] | None] = [None] * size
+        if judge is not None:
+            picked = {i for i, a in enumerate(ask.to_pylist()) if a}
+            picked.update(i for i, v in enumerate(new_values) if v is not None)
+            for i in sorted(picked):
+                value = new_values[i] if new_values[i] is not None else values[i].as_py()
+                found = judge(value) if value is not None else None
+                if found is not None:
+                    problems[i] = {"reason": found[0], "detail": found[1]}
+        return pa.StructArray.from_arrays(
+            [
+                pa.array(new_values, pa.binary()),
+                pa.array(new_keys, pa.binary()),
+                pa.array(problems, _PROBLEM_TYPE),
+            ],
+            fields=list(_PYTHON_TYPE),
+        )
 
     # A scalar Arrow UDF, told by its type hints (pyspark's stubs still ask for the deprecated type).
-    udf = F.arrow_udf(redact_values, "binary")  # type: ignore[call-overload]
-    return lambda binary: F.coalesce(udf(binary), binary)
+    udf = F.arrow_udf(  # type: ignore[call-overload]
+        redact_and_judge, "struct<value:binary,key:binary,problem:struct<reason:string,detail:string>>"
+    )
+    return lambda value, key, ask: udf(value, key, ask)
 
 
 def _markers(binary: Column) -> Column:
-    """How many redaction markers the (UTF-8) bytes hold; 0 for null or other bytes."""
+    """How many redaction markers the bytes hold; 0 for null."""
     text = binary.cast("string")
     marker = F.lit(re.escape(redact.MARKER))
-    counted = F.when(text.contains(redact.MARKER) & F.is_valid_utf8(text), F.regexp_count(text, marker))
+    # UTF-8 or not: an invalid byte is read as U+FFFD, the marker is ASCII.
+    counted = F.when(text.contains(redact.MARKER), F.regexp_count(text, marker))
     return F.coalesce(counted, F.lit(0))
 
 
-def redact_messages(messages: DataFrame, redactor: redact.Redactor | None) -> DataFrame:
+def redact_messages(
+    messages: DataFrame,
+    redactor: redact.Redactor | None,
+    judge: Judge | None = None,
+    ask: Column | None = None,
+) -> DataFrame:
     """Kafka records with secrets in ``value`` and ``key`` replaced and counted (``redactions``).
 
     The count is the number of markers in the stored value and key, so a value the HTTP intake already
     redacted counts too. With ``redactor=None`` nothing is replaced (markers are still counted).
+    With a ``judge`` (and ``ask``, a boolean column on the received messages saying which to judge), a
+    column ``_problem`` (:data:`PROBLEM`: struct of reason and
+    detail, null where the judge found nothing or was not asked) is added, computed in the same Python
+    UDF as the redaction.
     """
     # payload_bytes: the size as received, not as stored.
     messages = messages.withColumn("payload_bytes", F.coalesce(F.length("value"), F.lit(0)))
-    if redactor is None:
+    if redactor is None and judge is None:
         return messages.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
-    redacted = _redactor_udf(redactor)
-    replaced = messages.withColumns({"value": redacted(F.col("value")), "key": redacted(F.col("key"))})
+    python = _python_udf(redactor, judge)
+    asked = F.coalesce(ask, F.lit(False)) if ask is not None else F.lit(False)
+    out = messages.withColumn("_python", python(F.col("value"), F.col("key"), asked))
+    replaced = out.withColumns(
+        {
+            "value": F.coalesce(F.col("_python.value"), F.col("value")),
+            "key": F.coalesce(F.col("_python.key"), F.col("key")),
+            **({PROBLEM: F.col("_python.problem")} if judge is not None else {}),
+        }
+    ).drop("_python")
     return replaced.withColumn("redactions", _markers(F.col("value")) + _markers(F.col("key")))
 
 
@@ -222,7 +278,18 @@ def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redac
         derived from them on write, so a cached batch holds each payload once), ``redactions`` and, for
         invalid messages, a non-null ``reason`` and ``detail`` (:mod:`lineage.events.rules`).
     """
-    messages = redact_messages(messages, redactor)
+    return parse_redacted(redact_messages(messages, redactor))
+
+
+def parse_redacted(messages: DataFrame, max_future_seconds: float = 0.0) -> DataFrame:
+    """:func:`parse_messages` of what :func:`redact_messages` gives.
+
+    Where the messages have a judge's ``_problem`` (:data:`PROBLEM`), its verdict comes right after
+    checks 1 and 2 (blank, not UTF-8) and before the parser's own. With ``max_future_seconds`` (0: no
+    limit), a valid event whose eventTime is more than that after the message was received (its Kafka
+    timestamp, or the clock if that is earlier) is ``EVENT_TIME_IN_FUTURE``, the last check.
+    """
+    judged = PROBLEM in messages.columns
     text = F.col("value").cast("string")
     v = F.col("_v")
     event_time_text = F.col("_event_time_text")
@@ -239,6 +306,7 @@ def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redac
         F.coalesce(F.regexp_extract(text, _FIRST_CHAR, 1), F.lit("")).alias("_first"),
         F.is_valid_utf8(text).alias("_utf8"),
         F.try_parse_json(text).alias("_v"),
+        *([F.col(PROBLEM)] if judged else []),
     )
     field_names = dict.fromkeys([*rules.COMMON_FIELDS, *(f for k in rules.KINDS for f in k.fields)])
     nodes = {name: _path(v, f"$.{name}") for name in field_names}
@@ -287,9 +355,16 @@ def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redac
     past_last_second = F.timestamp_micros(F.lit(_epoch_micros(rules.EVENT_TIME_MAX_YEAR + 1)))
     out_of_range = (F.col("event_time") < first_second) | (F.col("event_time") >= past_last_second)
 
+    problem = F.col(PROBLEM) if judged else F.lit(None).cast("struct<reason:string,detail:string>")
+    if max_future_seconds > 0:
+        received = F.least(F.col("kafka_timestamp"), F.current_timestamp())
+        ahead = F.col("event_time") > received + F.make_dt_interval(secs=F.lit(max_future_seconds))
+    else:
+        ahead = F.lit(False)
     reason = (
         F.when(F.col("_first") == "", F.lit(EMPTY_VALUE))
         .when(~F.col("_utf8"), F.lit(NOT_UTF8))
+        .when(problem.isNotNull(), problem.reason)
         .when(v.isNull(), F.lit(NOT_JSON))
         .when(F.col("_first") != "{", F.lit(NOT_JSON_OBJECT))
         .when(common_reason.isNotNull(), common_reason)
@@ -299,10 +374,12 @@ def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redac
         .when(out_of_range, F.lit(rules.EVENT_TIME_OUT_OF_RANGE))
         .when(bad_type, F.lit(UNKNOWN_EVENT_TYPE))
         .when(bad_run_id, F.lit(INVALID_RUN_ID))
+        .when(ahead, F.lit(rules.EVENT_TIME_IN_FUTURE))
     )
     detail = (
         F.when(F.col("_first") == "", F.lit(rules.DETAIL_EMPTY))
         .when(~F.col("_utf8"), F.lit(rules.DETAIL_NOT_UTF8))
+        .when(problem.isNotNull(), problem.detail)
         .when(v.isNull(), F.lit(rules.DETAIL_NOT_JSON))
         .when(F.col("_first") != "{", F.concat(F.lit(rules.DETAIL_NOT_OBJECT_PREFIX), _json_type(v)))
         .when(common_reason.isNotNull(), common_detail)
@@ -315,6 +392,7 @@ def parse_messages(messages: DataFrame, redactor: redact.Redactor | None = redac
         .when(out_of_range, F.concat(F.lit(rules.DETAIL_EVENT_TIME_RANGE_PREFIX), _head(event_time_text)))
         .when(bad_type, F.concat(F.lit(rules.DETAIL_EVENT_TYPE_PREFIX), _head(F.to_json(type_node))))
         .when(bad_run_id, F.concat(F.lit(rules.DETAIL_RUN_ID_PREFIX), _head(_as_string(nodes["run.runId"]))))
+        .when(ahead, F.concat(F.lit(rules.detail_in_future(max_future_seconds)), _head(event_time_text)))
     )
     return extracted.select(
         *[c for c in EVENT_COLUMNS if c not in {"event_json", "kafka_key", "ingested_at", "redactions"}],

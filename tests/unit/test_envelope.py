@@ -314,3 +314,17 @@ def test_rejected_rows_keep_the_original_bytes(spark: SparkSession) -> None:
     assert row is not None
     assert list(row.asDict()) == list(env.REJECTED_COLUMNS)
     assert (bytes(row["value"]), row["reason"], row["payload_bytes"]) == (value, env.NOT_UTF8, len(value))
+
+
+def test_a_number_beyond_the_digit_limit_is_told_from_invalid_json(spark: SparkSession) -> None:
+    long_number = event(**{"run.facets.n": int("9" * 1001)})
+    assert reasons(spark, long_number, event(**{"run.facets.n": 10**900})) == ["JSON_LIMIT_EXCEEDED", None]
+
+
+def test_a_redacted_message_with_trailing_data_is_judged_on_its_stored_bytes(spark: SparkSession) -> None:
+    secret = event(**{"job.facets.sql.query": "jdbc:postgresql://db/app?user=app&password=hunter2"})
+    parsed = verdicts.parse_messages(messages(spark, secret + b" " + event(), secret))
+    rows = parsed.orderBy("kafka_offset").select("reason", "redactions", "value").collect()
+    assert [r["reason"] for r in rows] == ["TRAILING_DATA", None]
+    assert rows[0]["redactions"] == rows[1]["redactions"] > 0
+    assert all(b"hunter2" not in r["value"] for r in rows)
