@@ -360,7 +360,9 @@ class _Build:
         # million and more) go to disk only: kept in memory they ran a 3g driver out of heap.
         level = StorageLevel.DISK_ONLY if previous is None else StorageLevel.MEMORY_AND_DISK
         extracted = extract_events(source).persist(level)
+        started = time.monotonic()
         count = extracted.count()
+        log.info("extraction: %d events read and parsed in %.1f s", count, time.monotonic() - started)
         tagged = F.lit(tag).cast("bigint")
         outputs = {
             "event_facts": event_facts(extracted).withColumn(RANGE, tagged),

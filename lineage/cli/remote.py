@@ -56,7 +56,7 @@ class RemoteAnswers:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return response.read().decode("utf-8")
         except urllib.error.HTTPError as exc:
-            raise _refusal(exc) from None
+            raise _refusal(exc, sent_key=bool(self.key)) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             reason = getattr(exc, "reason", None) or exc
             raise Unreachable(f"cannot ask the read API at {self.base}: {reason}") from None
@@ -90,9 +90,9 @@ def _pairs(params: Params) -> Iterable[tuple[str, str]]:
                 yield name, str(item)
 
 
-def _refusal(exc: urllib.error.HTTPError) -> Exception:
+def _refusal(exc: urllib.error.HTTPError, sent_key: bool) -> Exception:
     """The service's error as the CLI's: a 4xx is a question that cannot be answered (its message, as the
-    lake-reading CLI says it), anything else a failure to ask."""
+    lake-reading CLI says it), anything else a failure to ask. ``sent_key``: the request carried a key."""
     try:
         error = orjson.loads(exc.read() or b"{}").get("error") or {}
     except (orjson.JSONDecodeError, AttributeError, OSError):
@@ -102,7 +102,7 @@ def _refusal(exc: urllib.error.HTTPError) -> Exception:
     if exc.code == 404 and message:
         return UnknownNode(message, error.get("suggestions") or [])
     if exc.code in (401, 403):
-        hint = f"{KEY_ENV} refused" if os.environ.get(KEY_ENV) else f"set {KEY_ENV}"
+        hint = "the API key was refused" if sent_key else f"no API key sent: set {KEY_ENV}"
         return LookupError_(f"the read API refused the request: {exc.code} {code or exc.reason} ({hint})")
     if 400 <= exc.code < 500:
         return LookupError_(message or f"the read API answered {exc.code} {code or exc.reason}")

@@ -82,23 +82,29 @@ def test_the_services_errors_become_the_clis(monkeypatch: pytest.MonkeyPatch) ->
     unknown = _refusal(
         http_error(
             404, b'{"error": {"code": "NOT_FOUND", "message": "unknown node \'x\'", "suggestions": ["y"]}}'
-        )
+        ),
+        False,
     )
     assert (
         isinstance(unknown, UnknownNode)
         and str(unknown) == "unknown node 'x'"
         and unknown.suggestions == ["y"]
     )
-    bad = _refusal(http_error(400, b'{"error": {"code": "BAD_PARAMETER", "message": "depth must be <= 9"}}'))
+    bad = _refusal(
+        http_error(400, b'{"error": {"code": "BAD_PARAMETER", "message": "depth must be <= 9"}}'), False
+    )
     assert type(bad) is LookupError_ and str(bad) == "depth must be <= 9"
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    refused = _refusal(http_error(401, b'{"error": {"code": "UNAUTHORIZED", "message": "no"}}'))
-    assert type(refused) is LookupError_ and f"401 UNAUTHORIZED (set {KEY_ENV})" in str(refused)
-    monkeypatch.setenv(KEY_ENV, "wrong")
-    assert f"({KEY_ENV} refused)" in str(_refusal(http_error(403, b"")))
-    failed = _refusal(http_error(500, b'{"error": {"code": "INTERNAL_ERROR", "message": "boom"}}'))
+    # The hint says whether this request carried a key, whatever the environment holds.
+    monkeypatch.setenv(KEY_ENV, "set-but-not-sent")
+    refused = _refusal(http_error(401, b'{"error": {"code": "UNAUTHORIZED", "message": "no"}}'), False)
+    assert type(refused) is LookupError_ and f"401 UNAUTHORIZED (no API key sent: set {KEY_ENV})" in str(
+        refused
+    )
+    monkeypatch.delenv(KEY_ENV)
+    assert "(the API key was refused)" in str(_refusal(http_error(403, b""), True))
+    failed = _refusal(http_error(500, b'{"error": {"code": "INTERNAL_ERROR", "message": "boom"}}'), False)
     assert isinstance(failed, Unreachable) and str(failed) == "the read API failed: 500 INTERNAL_ERROR: boom"
-    assert str(_refusal(http_error(502, b"<html>proxy</html>"))) == "the read API failed: 502 reason"
+    assert str(_refusal(http_error(502, b"<html>proxy</html>"), False)) == "the read API failed: 502 reason"
 
 
 @pytest.mark.parametrize("command", REMOTE_COMMANDS)
