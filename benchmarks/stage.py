@@ -109,9 +109,8 @@ def _parse(settings: Settings, result: dict[str, Any], checkpoint: Path, parse: 
     max_future_seconds = settings.ingest.max_future_seconds
 
     def parse_batch(batch: DataFrame, _batch_id: int) -> None:
-        parse_messages(batch, max_future_seconds=max_future_seconds).write.format("noop").mode(
-            "overwrite"
-        ).save()
+        parsed = parse_messages(batch, max_future_seconds=max_future_seconds)
+        parsed.write.format("noop").mode("overwrite").save()
 
     writer = source.writeStream.foreachBatch(parse_batch) if parse else source.writeStream.format("noop")
     query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()

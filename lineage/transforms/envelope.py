@@ -167,6 +167,9 @@ Judge = Callable[[bytes], "tuple[str, str] | None"]
 
 _PROBLEM_TYPE = pa.struct([("reason", pa.string()), ("detail", pa.string())])
 _PYTHON_TYPE = pa.struct([("value", pa.binary()), ("key", pa.binary()), ("problem", _PROBLEM_TYPE)])
+# The same two types as Spark reads them.
+_PROBLEM_DDL = "struct<reason:string,detail:string>"
+_PYTHON_DDL = f"struct<value:binary,key:binary,problem:{_PROBLEM_DDL}>"
 PROBLEM = "_problem"  # the column :func:`redact_messages` adds when given a judge
 
 
@@ -216,10 +219,8 @@ def _python_udf(redactor: redact.Redactor | None, judge: Judge | None) -> Callab
         )
 
     # A scalar Arrow UDF, told by its type hints (pyspark's stubs still ask for the deprecated type).
-    udf = F.arrow_udf(  # type: ignore[call-overload]
-        redact_and_judge, "struct<value:binary,key:binary,problem:struct<reason:string,detail:string>>"
-    )
-    return lambda value, key, ask: udf(value, key, ask)
+    udf: Callable[..., Column] = F.arrow_udf(redact_and_judge, _PYTHON_DDL)  # type: ignore[call-overload]
+    return udf
 
 
 def _markers(binary: Column) -> Column:
@@ -355,7 +356,7 @@ def parse_redacted(messages: DataFrame, max_future_seconds: float = 0.0) -> Data
     past_last_second = F.timestamp_micros(F.lit(_epoch_micros(rules.EVENT_TIME_MAX_YEAR + 1)))
     out_of_range = (F.col("event_time") < first_second) | (F.col("event_time") >= past_last_second)
 
-    problem = F.col(PROBLEM) if judged else F.lit(None).cast("struct<reason:string,detail:string>")
+    problem = F.col(PROBLEM) if judged else F.lit(None).cast(_PROBLEM_DDL)
     if max_future_seconds > 0:
         received = F.least(F.col("kafka_timestamp"), F.current_timestamp())
         ahead = F.col("event_time") > received + F.make_dt_interval(secs=F.lit(max_future_seconds))
