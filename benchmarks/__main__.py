@@ -5,6 +5,7 @@
   report    BENCHMARKS.md and BENCHMARKS.png from the latest results of every tier
   workload  print the shape of a tier's synthetic workload (no Kafka)
   trino-tier  Trino beside ``lineage sql`` on a kept tier lake (issue 39): benchmarks/trino_tier.py
+  steps     per-step seconds (and scans) of build logs: benchmarks/steps.py
 
 ``make bench-quick`` = ``run --tier S`` + ``report``; ``make bench`` = every tier + ``report``.
 """
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     trino.add_argument("--tier", choices=sorted(TIERS), default="M", help="the seed lake's tier (a label)")
     trino.add_argument("--label", default="", help="a note kept with the results")
 
+    steps = sub.add_parser("steps", help="per-step seconds and scans of build logs (<work>/<tier>/logs)")
+    steps.add_argument("logs", type=Path, nargs="+", help="build logs of the same build, e.g. --repeat runs")
+
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "run":
@@ -164,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"results: {args.results}")
         return 0 if done.get("answers_equal") else 1
+    if args.command == "steps":
+        from benchmarks.steps import main as steps_main
+
+        print(steps_main(args.logs), end="")
+        return 0
     if args.command == "report":
         from benchmarks.report import write_report
 

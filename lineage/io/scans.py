@@ -1,10 +1,11 @@
-"""Which data files each Iceberg table scan of a Spark job read, and how many pruning skipped.
+"""Which data files each Iceberg table scan of a Spark job read, how many pruning skipped, how much it read.
 
-Iceberg's Spark source reports, per scan, the data files it planned ("number of result data files") and
-those its filters skipped by partition or column statistics ("number of skipped data files") as custom
-SQL metrics. Spark keeps them in its SQL status store (with or without the web UI), so a job can tally them
-per step: :class:`ScanTally` sums what the SQL executions since its last call read, per table.
-Off unless ``LINEAGE_ICEBERG_SCAN_REPORTS`` is set (reading the store costs a few py4j calls per execution).
+Iceberg's Spark source reports, per scan, the data files it planned ("number of result data files"), those
+its filters skipped by partition or column statistics ("number of skipped data files"), their bytes and
+the rows the scan returned as custom SQL metrics. Spark keeps them in its SQL status store (with or
+without the web UI), so a job can tally them per step: :class:`ScanTally` sums what the SQL executions
+since its last call read, per table. Off unless ``LINEAGE_ICEBERG_SCAN_REPORTS`` is set (reading the store
+costs a few py4j calls per execution).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pyspark.sql import SparkSession
 SCAN_REPORTS_ENV = "LINEAGE_ICEBERG_SCAN_REPORTS"
 _READ = "number of result data files"
 _SKIPPED = "number of skipped data files"
+_BYTES = "total data file size (bytes)"
+_ROWS = "number of output rows"
 _SCAN_PREFIX = "BatchScan "
 
 
@@ -24,6 +27,8 @@ _SCAN_PREFIX = "BatchScan "
 class Files:
     read: int = 0
     skipped: int = 0
+    rows: int = 0  # rows the scans returned (after the Parquet reader's row-group filters and deletes)
+    bytes: int = 0  # size of the data files read
 
 
 class ScanTally:
@@ -75,18 +80,26 @@ class ScanTally:
                         files.read += count
                     elif metric.name() == _SKIPPED:
                         files.skipped += count
+                    elif metric.name() == _ROWS:
+                        files.rows += count
+                    elif metric.name() == _BYTES:
+                        files.bytes += count
         return tally
 
 
 def _number(text: str) -> int:
-    """A metric's display value as a number (Spark shows a sum like ``1,234``)."""
+    """A metric's display value as a number (Spark shows a sum like ``1,234``; a size, in bytes here,
+    as digits only)."""
     digits = "".join(c for c in text if c.isdigit())
     return int(digits) if digits else 0
 
 
 def describe(tally: dict[str, Files]) -> str:
-    """``table read/total files`` per table, by table name: e.g. ``lake.lineage.column_paths 4/56 files``."""
+    """``table read/total files, rows, MiB`` per table, by table name: e.g. ``lake.lineage.column_paths
+    4/56 files 120,301 rows 3.2 MiB``."""
     parts = [
-        f"{table} {files.read}/{files.read + files.skipped} files" for table, files in sorted(tally.items())
+        f"{table} {files.read}/{files.read + files.skipped} files {files.rows:,} rows "
+        f"{files.bytes / 2**20:.1f} MiB"
+        for table, files in sorted(tally.items())
     ]
     return "; ".join(parts) or "no Iceberg scan"

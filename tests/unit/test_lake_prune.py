@@ -49,6 +49,9 @@ def test_a_pruned_merge_reads_only_its_partitions_and_writes_the_same_rows(
     # One file per partition: the pruned MERGE read partition 2's only, the plain one all six.
     assert (read_pruned.read, read_pruned.read + read_pruned.skipped) == (1, 6)
     assert read_whole.read == 6
+    # What they returned: partition 2's 100 rows against all 600, from fewer bytes.
+    assert (read_pruned.rows, read_whole.rows) == (100, 600)
+    assert 0 < read_pruned.bytes < read_whole.bytes
     assert sorted(spark.table(pruned).collect()) == sorted(spark.table(whole).collect())
     assert spark.table(pruned).where("v = 'new'").orderBy("run_id").collect() == [
         Row(run_id="new", run_part=2, v="new"),
