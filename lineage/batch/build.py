@@ -483,13 +483,9 @@ class _Build:
             )
         self.step_done(PENDING_TABLE)
 
-        # Two aggregates read the touched jobs' facts: one scan of event_facts, not one each.
-        job_facts = _of_jobs(facts, jobs_touched, _few(jobs_touched, "job_name", "job_name")).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
+        job_facts = _of_jobs(facts, jobs_touched, _few(jobs_touched, "job_name", "job_name"))
         jobs = model.jobs(job_facts).join(model.heartbeat_gaps(job_facts), JOB_KEY, "left")
         lake.merge_by_key(jobs, self.t("jobs"), JOB_KEY)
-        job_facts.unpersist()
         self.step_done("jobs")
 
         runs_table = self.table("runs")
