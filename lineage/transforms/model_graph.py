@@ -384,8 +384,7 @@ def job_summary(runs_with_liveness: DataFrame, job_edges: DataFrame) -> DataFram
     downstream = pairs.groupBy(
         F.col("other_namespace").alias("job_namespace"), F.col("other_name").alias("job_name")
     ).agg(F.count_distinct(F.col("job_namespace"), F.col("job_name")).alias("downstream_job_count"))
-    # The jobs with a run are run_stats' keys: no second scan of the runs.
-    every_job = run_stats.select(*JOB).unionByName(job_edges.select(*JOB)).distinct()
+    every_job = runs_with_liveness.select(*JOB).unionByName(job_edges.select(*JOB)).distinct()
     zero = F.lit(0).cast("bigint")
     joined = (
         every_job.join(run_stats, JOB, "left")
