@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -159,26 +160,35 @@ def replace_in_scope(
         prune: the target's partitions that hold every row of the scope (both reads of the target are
             limited to them).
     """
-    stored = spark.table(table) if prune is None else spark.table(table).where(prune.on())
-    old = stored.join(scope, scope.columns, "left_semi").select(*keys)
-    gone = (
-        old.alias("o")
-        .join(frame.select(*keys).alias("n"), same_keys("o", "n", keys), "left_anti")
-        .withColumn("_delete", F.lit(True))
-    )
-    source = frame.withColumn("_delete", F.lit(False)).unionByName(gone, allowMissingColumns=True)
-    columns = {c: F.col(f"s.{c}") for c in frame.columns}
-    (
-        source.alias("s")
-        .mergeInto(table, _pruned(same_keys(table, "s", keys), table, prune))
-        .whenMatched(F.col("s._delete"))
-        .delete()
-        .whenMatched()
-        .update(columns)
-        .whenNotMatched(~F.col("s._delete"))
-        .insert(columns)
-        .merge()
-    )
+    # ``frame`` feeds the MERGE twice (its rows, and its keys for the rows gone): kept once, so a step's
+    # scoped rows are computed once, not once per use. A frame its caller keeps is used as it is.
+    ours = not frame.storageLevel.useMemory and not frame.storageLevel.useDisk
+    if ours:
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        stored = spark.table(table) if prune is None else spark.table(table).where(prune.on())
+        old = stored.join(scope, scope.columns, "left_semi").select(*keys)
+        gone = (
+            old.alias("o")
+            .join(frame.select(*keys).alias("n"), same_keys("o", "n", keys), "left_anti")
+            .withColumn("_delete", F.lit(True))
+        )
+        source = frame.withColumn("_delete", F.lit(False)).unionByName(gone, allowMissingColumns=True)
+        columns = {c: F.col(f"s.{c}") for c in frame.columns}
+        (
+            source.alias("s")
+            .mergeInto(table, _pruned(same_keys(table, "s", keys), table, prune))
+            .whenMatched(F.col("s._delete"))
+            .delete()
+            .whenMatched()
+            .update(columns)
+            .whenNotMatched(~F.col("s._delete"))
+            .insert(columns)
+            .merge()
+        )
+    finally:
+        if ours:
+            frame.unpersist()
 
 
 def append(frame: DataFrame, table: str, properties: dict[str, str] | None = None) -> None:

@@ -69,3 +69,36 @@ def test_a_pruned_merge_reads_only_its_partitions_and_writes_the_same_rows(
     )
     assert [r.run_id for r in spark.table(pruned).where("v = 'new'").collect()] == ["r2"]
     assert spark.table(pruned).count() == 599
+
+
+def test_a_scoped_replacement_computes_its_rows_once_and_leaves_a_kept_frame_kept(
+    spark: SparkSession, base_settings: Settings
+) -> None:
+    catalog = base_settings.catalog
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog.name}.prune_test")
+    table = f"{catalog.name}.prune_test.once"
+    lake.replace_table(
+        spark.createDataFrame([("a", "old"), ("b", "old"), ("c", "old")], "k string, v string"), table
+    )
+    calls = spark.sparkContext.accumulator(0)
+
+    def key(n):  # no type hints: Spark would read them as a pandas UDF's
+        calls.add(1)
+        return "abcd"[n]
+
+    # The key comes from a Python function: the MERGE uses the frame's rows and, for the rows gone, its keys.
+    frame = spark.range(1, 4).select(F.udf(key, "string")("id").alias("k"), F.lit("new").alias("v"))
+    lake.replace_in_scope(spark, frame, table, ["k"], spark.createDataFrame([("a",), ("b",)], "k string"))
+    assert calls.value == 3
+    assert sorted(spark.table(table).collect()) == [
+        Row(k="b", v="new"),
+        Row(k="c", v="new"),
+        Row(k="d", v="new"),
+    ]
+    assert not frame.storageLevel.useMemory and not frame.storageLevel.useDisk
+    # A frame its caller keeps stays kept.
+    kept = spark.createDataFrame([("b", "again")], "k string, v string").persist()
+    lake.replace_in_scope(spark, kept, table, ["k"], spark.createDataFrame([("b",)], "k string"))
+    assert kept.storageLevel.useMemory
+    assert spark.table(table).where("k = 'b'").collect() == [Row(k="b", v="again")]
+    kept.unpersist()
