@@ -668,7 +668,12 @@ class _Build:
         new = model.canonical_mentions(new_mentions, aliases)
 
         # Which touched datasets fold and which are recomputed.
-        old_rows = self.table("datasets").join(new.select("dataset_id").distinct(), "dataset_id", "left_semi")
+        # Kept: read for the fold decision and folded with (two scans of the table otherwise).
+        old_rows = (
+            self.table("datasets")
+            .join(new.select("dataset_id").distinct(), "dataset_id", "left_semi")
+            .localCheckpoint()
+        )
         newest = new.groupBy("dataset_id").agg(F.min("event_time").alias("_new_from"))
         folding = (
             newest.join(old_rows.select("dataset_id", "last_seen"), "dataset_id")
@@ -755,7 +760,8 @@ class _Build:
             scope,
         )
         old_schemas = self.table("dataset_schemas").join(folding, "dataset_id", "left_semi")
-        new_schemas = model.dataset_schemas(folded_new, aliases)
+        # Kept: the new versions give the step's scope, its rows and the summaries' scope.
+        new_schemas = model.dataset_schemas(folded_new, aliases).localCheckpoint()
         schema_scope = recompute.unionByName(new_schemas.select("dataset_id").distinct())
         self._put(
             "dataset_schemas",
