@@ -65,6 +65,8 @@ ALIAS_KEY = ["alias_namespace", "alias_name"]
 # Tables of lake.lineage written by the build, in build order.
 EXTRACTED_TABLES = ("event_facts", "dataset_mentions")
 MODEL_TABLES = (
+    "job_latest",
+    "run_heartbeat_gaps",
     "jobs",
     "runs",
     "job_dependency_runs",
@@ -97,6 +99,7 @@ STATE_TABLE = "build_state"
 
 # The columns that identify a row of each table replaced by scope.
 ROW_KEYS = {
+    "run_heartbeat_gaps": ["run_id", *JOB_KEY, "gap_seconds"],
     "dataset_aliases": ALIAS_KEY,
     "datasets": ["dataset_id"],
     "dataset_schemas": ["dataset_id", "schema_hash"],
@@ -199,7 +202,7 @@ MODEL_COLUMNS = {
 RETIRED_COLUMNS = {"runs": ("silent_seconds",)}
 # Tables keyed by run, identity-partitioned by the run's partition (model.run_part: the day of a UUIDv7
 # run id): a build's writes to them read only the partitions of the runs it touches.
-RUN_PARTITIONED = ("runs", "run_io")
+RUN_PARTITIONED = ("runs", "run_io", "run_heartbeat_gaps")
 
 # Test-only fault injection: SIGKILL (SIGTERM) this process right after the named step commits.
 FAULT_ENV = "LINEAGE_FAULT_KILL_BUILD_AFTER"
@@ -411,8 +414,10 @@ class _Build:
     def full(self) -> int:
         """Every model table recomputed from the whole extracted form; returns the number of events."""
         facts = self.table("event_facts")
-        jobs = model.jobs(facts).join(model.heartbeat_gaps(facts), JOB_KEY, "left")
-        self._put("jobs", jobs)
+        self._put("job_latest", model.job_latest(facts))
+        self._put("run_heartbeat_gaps", model.run_heartbeat_gaps(facts))
+        heartbeats = model.job_heartbeats(self.table("run_heartbeat_gaps"))
+        self._put("jobs", model.jobs_from_latest(self.table("job_latest")).join(heartbeats, JOB_KEY, "left"))
         self._put("runs", self.liveness(model.runs(facts)))
         self._put("job_dependency_runs", model.dependency_runs(facts))
         self._put("job_dependencies", model.dependencies_from_runs(self.table("job_dependency_runs")))
@@ -483,11 +488,6 @@ class _Build:
             )
         self.step_done(PENDING_TABLE)
 
-        job_facts = _of_jobs(facts, jobs_touched, _few(jobs_touched, "job_name", "job_name"))
-        jobs = model.jobs(job_facts).join(model.heartbeat_gaps(job_facts), JOB_KEY, "left")
-        lake.merge_by_key(jobs, self.t("jobs"), JOB_KEY)
-        self.step_done("jobs")
-
         runs_table = self.table("runs")
         # A touched run's row reads its own events; a parent's also those of every child naming it: the
         # children are found on two narrow columns, then every event of the touched runs and of those
@@ -498,8 +498,10 @@ class _Build:
         )
         read_runs = runs_touched.unionByName(children).distinct().localCheckpoint()
         run_facts = _of_runs(facts, read_runs).localCheckpoint()
+        jobs_changed = self._fold_jobs(delta, run_facts, runs_touched, jobs_touched)
+
         fresh = model.runs(run_facts).join(F.broadcast(runs_touched), "run_id", "left_semi")
-        running = self._running_to_revisit(runs_table, runs_touched, jobs_touched).select(*fresh.columns)
+        running = self._running_to_revisit(runs_table, runs_touched, jobs_changed).select(*fresh.columns)
         lake.merge_by_key(
             _with_run_part(self.liveness(fresh.unionByName(running))),
             self.t("runs"),
@@ -518,6 +520,46 @@ class _Build:
             lake.merge_by_key(aliases.aliases, self.t("dataset_aliases"), ALIAS_KEY)
         self.step_done("dataset_aliases")
         self.maintain_dataset_tables(new_mentions, relabelled, runs_touched, jobs_touched, previous)
+
+    def _fold_jobs(
+        self, delta: DataFrame, run_facts: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame
+    ) -> DataFrame:
+        """Fold the range into ``job_latest``, ``jobs`` and ``run_heartbeat_gaps`` without reading any event
+        outside the range and the touched runs' (``run_facts``): a job's latest facets and first/last seen
+        fold its stored state with the range's, and its median heartbeat gap is taken of its runs' stored
+        gap multisets, those of the touched runs recomputed from their events. Returns the jobs whose rows
+        were rewritten: the range's, and those a touched run's gaps counted for before or after (a run
+        whose events name another job). Commits ``job_latest`` (an idempotent fold), ``jobs``, then the
+        touched runs' gaps, which the medians were computed with before they are stored: a re-run after a
+        kill between the commits finds the same stored gaps, or the new ones and the jobs already written.
+        """
+        gaps_name = "run_heartbeat_gaps"
+        prune = self._run_parts(gaps_name, runs_touched)
+        runs = F.broadcast(runs_touched.select("run_id"))
+        new_gaps = model.run_heartbeat_gaps(run_facts).join(runs, "run_id", "left_semi").localCheckpoint()
+        old_gaps = self.table(gaps_name).where(prune.on()).join(runs, "run_id", "left_semi")
+        named = F.col("job_namespace").isNotNull() & F.col("job_name").isNotNull()
+        changed = (
+            jobs_touched.select(*JOB_KEY)
+            .unionByName(old_gaps.select(*JOB_KEY))
+            .unionByName(new_gaps.select(*JOB_KEY))
+            .where(named)
+            .distinct()
+            .localCheckpoint()
+        )
+        jobs = F.broadcast(changed)
+        kept = self.table(gaps_name).join(jobs, JOB_KEY, "left_semi").join(runs, "run_id", "left_anti")
+        heartbeats = model.job_heartbeats(kept.drop(model.RUN_PART).unionByName(new_gaps))
+        stored = self.table("job_latest").join(jobs, JOB_KEY, "left_semi")
+        latest = model.fold_job_latest(model.job_latest(delta), stored).localCheckpoint()
+        lake.merge_by_key(latest, self.t("job_latest"), JOB_KEY)
+        self.step_done("job_latest")
+        lake.merge_by_key(
+            model.jobs_from_latest(latest).join(heartbeats, JOB_KEY, "left"), self.t("jobs"), JOB_KEY
+        )
+        self.step_done("jobs")
+        self._put(gaps_name, new_gaps, runs_touched.select("run_id"), prune)
+        return changed
 
     def _running_to_revisit(
         self, runs_table: DataFrame, runs_touched: DataFrame, jobs_touched: DataFrame

@@ -30,6 +30,86 @@ from lineage.transforms.model_common import (
 _SEVERITY = {"COMPLETE": 1, "ABORT": 2, "FAIL": 3}
 
 
+# The columns of ``lineage.job_latest`` chosen as "latest wins" (:func:`job_latest`).
+JOB_LATEST_COLUMNS = ("job_type", "parent", "description", "source_code", "owners", "tags")
+
+
+def _job_latest_values() -> tuple[tuple[str, Column, Column], ...]:
+    """Each of :data:`JOB_LATEST_COLUMNS` with its value and when an event carries it."""
+    parent = F.struct(
+        F.col("parent_job_namespace").alias("namespace"), F.col("parent_job_name").alias("name")
+    )
+    return (
+        ("job_type", F.col("job_type"), F.col("job_type").isNotNull()),
+        ("parent", parent, F.col("parent_job_name").isNotNull()),
+        ("description", F.col("job_description"), F.col("job_description").isNotNull()),
+        ("source_code", F.col("job_source_code"), F.col("job_source_code").isNotNull()),
+        ("owners", F.col("job_owners"), F.col("job_owners").isNotNull()),
+        ("tags", F.col("job_tags"), F.col("job_tags").isNotNull()),
+    )
+
+
+def job_latest(events: DataFrame) -> DataFrame:
+    """The state ``jobs`` is folded from (``lineage.job_latest``): per job seen in RunEvents or JobEvents,
+    each "latest wins" facet with the ordering key of the event it came from, and the first and last event
+    times.
+
+    Each of :data:`JOB_LATEST_COLUMNS` is ``struct<at: struct<event_time, event_hash>, value>``, null when no
+    event carried the facet. Folding two states (:func:`fold_job_latest`) gives the state of the union of
+    their events, whatever the order or overlap, so a build reads only its range's events.
+    """
+    job_events = as_facts(events).where(
+        F.col("event_kind").isin(RUN_EVENT, JOB_EVENT)
+        & F.col("job_namespace").isNotNull()
+        & F.col("job_name").isNotNull()
+    )
+    values = []
+    for name, value, present in _job_latest_values():
+        at = F.max(F.when(present, latest_key()))
+        values.append(
+            F.when(at.isNotNull(), F.struct(at.alias("at"), latest(value, present).alias("value"))).alias(
+                name
+            )
+        )
+    return job_events.groupBy("job_namespace", "job_name").agg(
+        *values,
+        F.min("event_time").alias("first_seen"),
+        F.max("event_time").alias("last_seen"),
+    )
+
+
+def fold_job_latest(*states: DataFrame) -> DataFrame:
+    """:func:`job_latest` rows of several sets of events folded into those of their union: per job, each
+    facet of the latest ordering key, the earliest first and the latest last event time."""
+    union = states[0]
+    for other in states[1:]:
+        union = union.unionByName(other)
+    return union.groupBy("job_namespace", "job_name").agg(
+        *[F.max_by(F.col(c), F.col(f"{c}.at")).alias(c) for c in JOB_LATEST_COLUMNS],
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
+    )
+
+
+def jobs_from_latest(state: DataFrame) -> DataFrame:
+    """``jobs`` rows (without the heartbeat columns) of :func:`job_latest` rows."""
+    return state.select(
+        "job_namespace",
+        "job_name",
+        F.col("job_type.value.integration").alias("integration"),
+        F.col("job_type.value.job_type").alias("job_type"),
+        F.col("job_type.value.processing_type").alias("processing_type"),
+        F.col("parent.value.namespace").alias("parent_job_namespace"),
+        F.col("parent.value.name").alias("parent_job_name"),
+        F.col("description.value").alias("description"),
+        *[F.col(f"source_code.value.{c}").alias(f"source_code_{c}") for _, c in SOURCE_CODE_FIELDS],
+        F.col("owners.value").alias("owners"),
+        F.col("tags.value").alias("tags"),
+        "first_seen",
+        "last_seen",
+    )
+
+
 def jobs(events: DataFrame) -> DataFrame:
     """One row per job (namespace, name) seen in RunEvents or JobEvents.
 
@@ -44,39 +124,7 @@ def jobs(events: DataFrame) -> DataFrame:
         parent_job_name, description, source_code_type, source_code_url, source_code_repo_url,
         source_code_path, source_code_version, owners, tags, first_seen, last_seen``.
     """
-    job_events = as_facts(events).where(
-        F.col("event_kind").isin(RUN_EVENT, JOB_EVENT)
-        & F.col("job_namespace").isNotNull()
-        & F.col("job_name").isNotNull()
-    )
-    parent = F.struct(
-        F.col("parent_job_namespace").alias("namespace"), F.col("parent_job_name").alias("name")
-    )
-    folded = job_events.groupBy("job_namespace", "job_name").agg(
-        latest(F.col("job_type")).alias("_job_type"),
-        latest(parent, F.col("parent_job_name").isNotNull()).alias("_parent"),
-        latest(F.col("job_description")).alias("description"),
-        latest(F.col("job_source_code")).alias("_source"),
-        latest(F.col("job_owners")).alias("owners"),
-        latest(F.col("job_tags")).alias("tags"),
-        F.min("event_time").alias("first_seen"),
-        F.max("event_time").alias("last_seen"),
-    )
-    return folded.select(
-        "job_namespace",
-        "job_name",
-        "_job_type.integration",
-        "_job_type.job_type",
-        "_job_type.processing_type",
-        F.col("_parent.namespace").alias("parent_job_namespace"),
-        F.col("_parent.name").alias("parent_job_name"),
-        "description",
-        *[F.col(f"_source.{c}").alias(f"source_code_{c}") for _, c in SOURCE_CODE_FIELDS],
-        "owners",
-        "tags",
-        "first_seen",
-        "last_seen",
-    )
+    return jobs_from_latest(job_latest(events))
 
 
 def runs(events: DataFrame) -> DataFrame:
@@ -356,17 +404,14 @@ def dependencies_from_runs(dependency_runs_: DataFrame) -> DataFrame:
 JOB_COLUMNS = ("job_namespace", "job_name")
 
 
-def heartbeat_gaps(events: DataFrame) -> DataFrame:
-    """Per job, the median gap between consecutive START/RUNNING events of the same run.
-
-    Streaming producers send RUNNING on a fixed cadence (Flink's ``trackingIntervalInSeconds``, checkpoints),
-    so this median is the job's heartbeat period. Events at the same instant count once.
-
-    Args:
-        events: event facts or rows of ``lake.raw.events`` (only envelope columns are read).
+def run_heartbeat_gaps(events: DataFrame) -> DataFrame:
+    """Per run, the multiset of gaps between its consecutive START/RUNNING events, each gap counted for the
+    job the later event names (``lineage.run_heartbeat_gaps``: what :func:`job_heartbeats` folds into each
+    job's median). Events at the same instant count once; a run's rows depend on its own events only, so a
+    build recomputes the rows of the runs its range touched and keeps every other run's.
 
     Returns:
-        ``job_namespace, job_name, median_gap_seconds, gap_count`` for jobs with at least one gap.
+        ``run_id, job_namespace, job_name, gap_seconds, gap_count`` (gaps > 0 only).
     """
     beats = (
         events.where(
@@ -379,13 +424,40 @@ def heartbeat_gaps(events: DataFrame) -> DataFrame:
     )
     previous = F.lag("event_time").over(Window.partitionBy("run_id").orderBy("event_time"))
     gaps = beats.select(
-        "job_namespace", "job_name", seconds_between(previous, F.col("event_time")).alias("gap")
+        "run_id",
+        "job_namespace",
+        "job_name",
+        seconds_between(previous, F.col("event_time")).alias("gap_seconds"),
     )
     return (
-        gaps.where(F.col("gap") > 0)
-        .groupBy("job_namespace", "job_name")
-        .agg(F.median("gap").alias("median_gap_seconds"), F.count(F.lit(1)).alias("gap_count"))
+        gaps.where(F.col("gap_seconds") > 0)
+        .groupBy("run_id", "job_namespace", "job_name", "gap_seconds")
+        .agg(F.count(F.lit(1)).alias("gap_count"))
     )
+
+
+def job_heartbeats(gaps: DataFrame) -> DataFrame:
+    """Per job, the median of its runs' gaps (:func:`run_heartbeat_gaps` rows, each gap weighted by its
+    count: the same exact median as over the gaps themselves) and how many gaps there are."""
+    return gaps.groupBy("job_namespace", "job_name").agg(
+        F.percentile(F.col("gap_seconds"), 0.5, F.col("gap_count")).alias("median_gap_seconds"),
+        F.sum("gap_count").alias("gap_count"),
+    )
+
+
+def heartbeat_gaps(events: DataFrame) -> DataFrame:
+    """Per job, the median gap between consecutive START/RUNNING events of the same run.
+
+    Streaming producers send RUNNING on a fixed cadence (Flink's ``trackingIntervalInSeconds``, checkpoints),
+    so this median is the job's heartbeat period. Events at the same instant count once.
+
+    Args:
+        events: event facts or rows of ``lake.raw.events`` (only envelope columns are read).
+
+    Returns:
+        ``job_namespace, job_name, median_gap_seconds, gap_count`` for jobs with at least one gap.
+    """
+    return job_heartbeats(run_heartbeat_gaps(events))
 
 
 def _epoch_micros(now: datetime) -> int:

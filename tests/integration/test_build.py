@@ -792,9 +792,10 @@ def test_a_stop_during_a_build_ends_it_at_a_step_boundary_and_releases_the_lease
 def test_killed_incremental_builds_rerun_gives_identical_tables(
     spark: SparkSession, own_lake: Settings
 ) -> None:
-    """The same range's build killed after extraction, then its re-run killed after the runs, then after
-    the dataset edges, then after the column edges (the paths of the edges it rewrote are not stored yet):
-    the next run still equals a full refresh."""
+    """The same range's build killed after extraction, then its re-run killed after the jobs (their
+    touched runs' heartbeat gaps not stored yet), after the runs, after the dataset edges, then after the
+    column edges (the paths of the edges it rewrote are not stored yet): the next run still equals a full
+    refresh."""
     events = lab_json()
     send(own_lake, events[:11])
     run_ingest(spark, own_lake, trigger="availableNow")
@@ -802,7 +803,7 @@ def test_killed_incremental_builds_rerun_gives_identical_tables(
     send(own_lake, events[11:])
     run_ingest(spark, own_lake, trigger="availableNow")
 
-    for killed_after in ("dataset_mentions", "runs", "dataset_edges", "column_edges"):
+    for killed_after in ("dataset_mentions", "jobs", "runs", "dataset_edges", "column_edges"):
         killed = _build_process(own_lake, **{FAULT_ENV: killed_after})
         assert killed.returncode == -signal.SIGKILL, killed.stdout[-2000:] + killed.stderr[-2000:]
         assert killed_after in killed.stderr.decode(errors="replace")

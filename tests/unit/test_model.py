@@ -353,6 +353,55 @@ def test_heartbeat_gaps_median_per_job(spark: SparkSession) -> None:
     assert [(r.job_name, r.median_gap_seconds, r.gap_count) for r in rows] == [("supplier-stats", 60.0, 5)]
 
 
+def test_weighted_median_of_run_gap_multisets_is_the_median_of_the_gaps(spark: SparkSession) -> None:
+    """The jobs' medians come from per-run gap multisets (a gap and how often it occurs): the same exact
+    median as over the gaps one by one, with an even count interpolated between the middle two."""
+    events = (
+        _beats(run_id(1), STUCK, 0, 60, 4)  # 60 x3
+        + _beats(run_id(2), STUCK, 1000, 120, 2)  # 120
+        + _beats(run_id(3), HEALTHY, 0, 10, 2)  # 10
+        + _beats(run_id(4), HEALTHY, 0, 30, 2)  # 30
+        + _beats(run_id(5), SLOW, 0, 600, 2)  # 600, and the same beats again (duplicates count once)
+        + _beats(run_id(5), SLOW, 0, 600, 2)
+    )
+    frame = events_df(spark, events)
+    gaps = model.run_heartbeat_gaps(frame)
+    assert sorted((r.run_id, r.gap_seconds, r.gap_count) for r in gaps.collect()) == [
+        (run_id(1), 60.0, 3),
+        (run_id(2), 120.0, 1),
+        (run_id(3), 10.0, 1),
+        (run_id(4), 30.0, 1),
+        (run_id(5), 600.0, 1),
+    ]
+    medians = {r.job_name: (r.median_gap_seconds, r.gap_count) for r in model.job_heartbeats(gaps).collect()}
+    assert medians == {"supplier-stats": (60.0, 4), "healthy": (20.0, 2), "slow-beat": (600.0, 1)}
+
+
+def test_job_state_folds_ranges_in_any_order_into_the_state_of_all_events(spark: SparkSession) -> None:
+    """``job_latest`` of two ranges folded (overlapping, either order) equals that of all their events: a
+    facet an event leaves out is kept, a later one replaces it, first/last seen span both."""
+    r1, r2 = run_id(1), run_id(2)
+    events = [
+        run_event("START", at(0), r1, FLINK, job_facets={**job_type("STREAMING", "FLINK", "JOB")}),
+        run_event("RUNNING", at(60), r1, FLINK, job_facets={"documentation": {"description": "old"}}),
+        run_event("START", at(100), r2, FLINK, run_facets={"parent": parent(run_id(9), ("spark", "app"))}),
+        run_event("RUNNING", at(160), r2, FLINK, job_facets={"documentation": {"description": "new"}}),
+        job_event(at(50), ("airflow", "dag"), job_facets=job_type("BATCH", "AIRFLOW", "DAG")),
+    ]
+    whole = model.job_latest(events_df(spark, events))
+    for first, second in ((events[:2], events[2:]), (events[3:], events[:4]), (events[::2], events[1::2])):
+        folded = model.fold_job_latest(
+            model.job_latest(events_df(spark, first)), model.job_latest(events_df(spark, second))
+        )
+        assert_df_equality(folded, whole, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(
+        model.jobs_from_latest(whole), model.jobs(events_df(spark, events)), ignore_row_order=True
+    )
+    job = {r.job_name: r for r in model.jobs_from_latest(whole).collect()}[FLINK[1]]
+    assert (job.description, job.job_type, job.parent_job_name) == ("new", "JOB", "app")
+    assert (utc(job.first_seen), utc(job.last_seen)) == (at(0), at(160))
+
+
 def test_run_part_is_the_day_of_a_uuid7_and_a_hash_bucket_otherwise(spark: SparkSession) -> None:
     # A UUIDv7 whose timestamp is 2026-11-27T23:59:59.999Z, and one a millisecond later (the next day).
     last_ms = 1_795_823_999_999
