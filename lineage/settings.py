@@ -203,7 +203,8 @@ class SparkSettings(_Section):
     master: str | None = None  # None: leave it to spark-submit (local[*] when run with plain python)
     app_name_prefix: str = "lineage"
     shuffle_partitions: int = 8
-    driver_memory: str = "4g"
+    # Every tier-M build peaked under 4 GiB with 3g (docs/benchmark-tuning.md); a larger lake may need more.
+    driver_memory: str = "3g"
     # In local mode the driver's RPC and block-manager ports (and the UI) listen on loopback only, not on
     # the machine's external interface; set to false to reach a local-mode driver from elsewhere.
     local_loopback: bool = True
