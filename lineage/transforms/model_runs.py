@@ -63,14 +63,11 @@ def job_latest(events: DataFrame) -> DataFrame:
         & F.col("job_namespace").isNotNull()
         & F.col("job_name").isNotNull()
     )
-    values = []
-    for name, value, present in _job_latest_values():
-        at = F.max(F.when(present, latest_key()))
-        values.append(
-            F.when(at.isNotNull(), F.struct(at.alias("at"), latest(value, present).alias("value"))).alias(
-                name
-            )
-        )
+    # One aggregate per facet: the latest carrying event's key and value together (null when none carries it).
+    values = [
+        latest(F.struct(latest_key().alias("at"), value.alias("value")), present).alias(name)
+        for name, value, present in _job_latest_values()
+    ]
     return job_events.groupBy("job_namespace", "job_name").agg(
         *values,
         F.min("event_time").alias("first_seen"),
