@@ -35,7 +35,6 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -56,26 +55,6 @@ def tables_read(questions: Iterable[tuple[str, str]], namespace: str = "lineage"
     """The tables of ``namespace`` the questions' SQL names (``lineage.runs`` -> ``runs``), sorted."""
     pattern = re.compile(rf"\b{re.escape(namespace)}\.([A-Za-z_][A-Za-z0-9_]*)")
     return sorted({m.group(1) for _, sql in questions for m in pattern.finditer(sql)})
-
-
-def trino_rows(columns: Sequence[dict[str, Any]], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
-    """Rows of Trino's HTTP protocol as objects by column name, as ``lineage sql --format json`` writes
-    them for these questions' types: decimals (sent as text) as integers when their scale is 0, else
-    text; NaN and infinities (sent as text) as floats."""
-    out = []
-    for row in rows:
-        item: dict[str, Any] = {}
-        for column, value in zip(columns, row, strict=True):
-            raw = (column.get("typeSignature") or {}).get("rawType", column.get("type", ""))
-            if value is not None and raw == "decimal":
-                number = Decimal(value)
-                exponent = number.as_tuple().exponent
-                value = int(number) if isinstance(exponent, int) and exponent >= 0 else str(number)
-            elif isinstance(value, str) and raw in ("real", "double"):
-                value = float(value)
-            item[column["name"]] = value
-        out.append(item)
-    return out
 
 
 def _canonical(value: Any) -> Any:
@@ -204,11 +183,11 @@ def _cli_env(seed_catalog: Path, seed_warehouse: Path) -> dict[str, str]:
 
 
 def _ask_trino(url: str, sql: str) -> tuple[list[dict[str, Any]], float]:
-    from lineage.cluster.trino import execute
+    from lineage.cluster.trino import execute, json_rows
 
     started = time.monotonic()
     columns, rows = execute(url, sql)
-    return trino_rows(columns, rows), time.monotonic() - started
+    return json_rows(columns, rows), time.monotonic() - started
 
 
 def run_trino_tier(

@@ -31,9 +31,12 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from lineage.cluster.stack import LocalStack, Service, StackError, _port_open
 
@@ -324,6 +327,63 @@ def _pages(
         if not next_uri:
             return
         request = urllib.request.Request(next_uri, headers=headers)
+
+
+# -- values ------------------------------------------------------------------------------------------------
+def json_rows(columns: Sequence[Mapping[str, Any]], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """:func:`execute`'s rows as objects by column name, each value as ``lineage sql --format json`` writes
+    the same value read by another engine (:func:`json_value`)."""
+    signatures = [column.get("typeSignature") or {"rawType": column.get("type", "")} for column in columns]
+    names = [column["name"] for column in columns]
+    return [
+        {
+            name: json_value(value, signature)
+            for name, signature, value in zip(names, signatures, row, strict=True)
+        }
+        for row in rows
+    ]
+
+
+def json_value(value: Any, signature: Mapping[str, Any]) -> Any:
+    """A value of Trino's JSON protocol, typed by its column's ``typeSignature``: rows become objects by
+    their field names, arrays lists, maps objects, timestamps ISO-8601 text (``Z`` for UTC), decimals (sent
+    as text) integers at scale 0 and text otherwise, NaN and infinities (sent as text) floats."""
+    from lineage.cli.sql import plain  # the CLI's JSON form of a value, which this one is compared with
+
+    if value is None:
+        return None
+    raw = signature.get("rawType", "")
+    arguments = signature.get("arguments") or []
+    if raw == "row":
+        fields = [argument["value"] for argument in arguments]
+        return {
+            (field.get("fieldName") or {}).get("name") or f"field{i}": json_value(v, field["typeSignature"])
+            for i, (field, v) in enumerate(zip(fields, value, strict=True))
+        }
+    if raw == "array":
+        return [json_value(v, arguments[0]["value"]) for v in value]
+    if raw == "map":
+        return {str(k): json_value(v, arguments[1]["value"]) for k, v in value.items()}
+    if raw in ("timestamp with time zone", "timestamp"):
+        return plain(_timestamp(value, zoned=raw != "timestamp"), for_json=True)
+    if raw == "decimal":
+        return plain(Decimal(value), for_json=True)
+    if raw in ("real", "double") and isinstance(value, str):
+        return float(value)
+    return value
+
+
+def _timestamp(text: str, *, zoned: bool) -> datetime:
+    """Trino's timestamp text (``2026-11-22 12:00:00.000``, zoned with ``UTC``, an offset or a zone name)."""
+    if not zoned:
+        return datetime.fromisoformat(text)
+    local, _, zone = text.rpartition(" ")
+    at = datetime.fromisoformat(local)
+    if zone in ("UTC", "Z"):
+        return at.replace(tzinfo=UTC)
+    if zone[:1] in "+-":
+        return datetime.fromisoformat(local + zone)
+    return at.replace(tzinfo=ZoneInfo(zone))
 
 
 # -- command line ----------------------------------------------------------------------------------------

@@ -20,16 +20,14 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pytest
 
 from lineage.cli.sql import plain
-from lineage.cluster.trino import TrinoOnStack, execute
+from lineage.cluster.trino import TrinoOnStack, execute, json_rows
 from lineage.io.catalog import open_catalog
 from lineage.io.local_kafka import LocalKafka, create_topic
 from lineage.io.publish import publish_raw
@@ -52,51 +50,9 @@ def on_lake(sql: str) -> str:
     return sql.replace(" FROM lab.", " FROM lake.")  # counts_sql's, given this lake's namespaces
 
 
-# -- Trino's values as `lineage sql --format json` writes them ----------------------------------------------
-def _timestamp(text: str, zoned: bool) -> datetime:
-    if not zoned:
-        return datetime.fromisoformat(text)
-    local, _, zone = text.rpartition(" ")
-    at = datetime.fromisoformat(local)
-    if zone in ("UTC", "Z"):
-        return at.replace(tzinfo=UTC)
-    if zone[:1] in "+-":
-        return datetime.fromisoformat(local + zone)
-    return at.replace(tzinfo=ZoneInfo(zone))
-
-
-def trino_value(value: Any, signature: dict[str, Any]) -> Any:
-    """A value of Trino's JSON protocol, typed by its column's ``typeSignature``: rows become objects by
-    their field names, maps objects, timestamps datetimes; then ``plain`` as for the other engines."""
-    if value is None:
-        return None
-    raw = signature["rawType"]
-    arguments = signature.get("arguments") or []
-    if raw == "row":
-        fields = [a["value"] for a in arguments]
-        return {
-            (f.get("fieldName") or {}).get("name") or f"field{i}": trino_value(v, f["typeSignature"])
-            for i, (f, v) in enumerate(zip(fields, value, strict=True))
-        }
-    if raw == "array":
-        return [trino_value(v, arguments[0]["value"]) for v in value]
-    if raw == "map":
-        return {str(k): trino_value(v, arguments[1]["value"]) for k, v in value.items()}
-    if raw in ("timestamp with time zone", "timestamp"):
-        return plain(_timestamp(value, raw != "timestamp"), for_json=True)
-    if raw == "decimal":
-        return plain(Decimal(value), for_json=True)  # sent as text: as Spark's Decimal comes out
-    if raw in ("real", "double") and isinstance(value, str):
-        return float(value)  # NaN and infinities arrive as strings
-    return value
-
-
 def trino_rows(url: str, sql: str) -> list[dict[str, Any]]:
-    columns, rows = execute(url, sql)
-    return [
-        {c["name"]: trino_value(v, c["typeSignature"]) for c, v in zip(columns, row, strict=True)}
-        for row in rows
-    ]
+    """Trino's answer, each value as ``lineage sql --format json`` writes it (lineage.cluster.trino)."""
+    return json_rows(*execute(url, sql))
 
 
 def iceberg_rows(arrow: Any) -> list[dict[str, Any]]:

@@ -2,41 +2,14 @@
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from benchmarks.queries import SQL_QUESTIONS
-from benchmarks.trino_tier import canonical_rows, ordered_question, same_rows, tables_read, trino_rows
+from benchmarks.trino_tier import canonical_rows, ordered_question, same_rows, tables_read
 
 
 def test_the_tables_the_sql_questions_read() -> None:
     assert tables_read(SQL_QUESTIONS) == ["run_io", "runs"]
     assert tables_read([("q", "SELECT * FROM raw.events JOIN lineage.jobs j ON 1=1")]) == ["jobs"]
     assert tables_read([("q", "SELECT * FROM raw.events")], namespace="raw") == ["events"]
-
-
-def _column(name: str, raw: str) -> dict[str, object]:
-    return {"name": name, "type": raw, "typeSignature": {"rawType": raw, "arguments": []}}
-
-
-def test_trino_rows_as_the_cli_writes_json() -> None:
-    columns = [
-        _column("state", "varchar"),
-        _column("runs", "bigint"),
-        _column("total", "decimal"),
-        _column("share", "decimal"),
-        _column("ratio", "double"),
-    ]
-    rows: list[list[Any]] = [["COMPLETE", 408456, "12", "0.50", "NaN"], [None, 3, None, None, 1.5]]
-    first, second = trino_rows(columns, rows)
-    assert {k: v for k, v in first.items() if k != "ratio"} == {
-        "state": "COMPLETE",
-        "runs": 408456,
-        "total": 12,  # a decimal of scale 0: an integer, as `lineage sql` writes DuckDB's HUGEINT sums
-        "share": "0.50",
-    }
-    assert math.isnan(first["ratio"])
-    assert second == {"state": None, "runs": 3, "total": None, "share": None, "ratio": 1.5}
 
 
 def test_order_matters_only_when_the_question_orders() -> None:
