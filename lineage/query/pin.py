@@ -3,7 +3,8 @@
 A build commits each model table on its own and appends its ``build_state`` row last (lineage.batch.build),
 so a table read at its current snapshot while a build runs may already hold that build's rows while
 another does not yet. Every table is therefore read as of the commit time of the latest finished build's
-``build_state`` commit (Iceberg time travel), the same for the CLI and the read API's index.
+``build_state`` commit (Iceberg time travel), the same for the CLI and the read API's index; or at a later
+snapshot of the same rows, when every commit since only rewrote files (:func:`read_snapshot`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ PENDING_MODES = ("full-pending", "re-extract-pending")
 # Each build_state commit's summary names the mode of the row it appends (lineage.batch.build
 # MODE_PROPERTY); a commit without it (an earlier version's, a compaction's) is read instead.
 MODE_PROPERTY = "lineage.build-mode"
+# Iceberg's operation of a commit that added and removed files without changing the table's rows:
+# compaction (data files, position deletes folded in) and manifest rewrites (lineage.batch.maintain).
+REPLACE = "replace"
 
 
 def commit_mode(state: Any, snapshot: Any) -> str | None:
@@ -41,6 +45,35 @@ def finished_build(state: Any) -> Any:
         parent = snapshot.parent_snapshot_id
         snapshot = state.snapshot_by_id(parent) if parent is not None else None
     return None
+
+
+def read_snapshot(table: Any, at_ms: int) -> Any:
+    """The snapshot of ``table`` a question reads as of ``at_ms`` (a finished build's commit time): the one
+    current then, or a later one of the current ancestry when every commit after it up to that one only
+    rewrote files (:data:`REPLACE`). Such a snapshot holds the same rows; after maintenance it holds them
+    compacted, without the position deletes of the builds before (at tier M a question read ``runs`` twice
+    as fast). None when the table had no snapshot then."""
+    pinned = table.snapshot_as_of_timestamp(at_ms, inclusive=True)
+    if pinned is None:
+        return None
+    later = []  # the current snapshot's ancestors newer than the pinned one, newest first
+    snapshot = table.current_snapshot()
+    while snapshot is not None and snapshot.snapshot_id != pinned.snapshot_id:
+        later.append(snapshot)
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.snapshot_by_id(parent) if parent is not None else None
+    if snapshot is None:  # not an ancestor of the current one (a rollback since): as it was
+        return pinned
+    for newer in reversed(later):
+        if _operation(newer) != REPLACE:
+            break
+        pinned = newer
+    return pinned
+
+
+def _operation(snapshot: Any) -> str | None:
+    operation = snapshot.summary.operation if snapshot.summary is not None else None
+    return None if operation is None else str(getattr(operation, "value", operation))
 
 
 def empty_arrow(table: Any, columns: Any = None) -> Any:

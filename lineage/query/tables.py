@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import Node
-from lineage.query.pin import STATE_TABLE, empty_arrow, finished_build
+from lineage.query.pin import STATE_TABLE, empty_arrow, finished_build, read_snapshot
 
 if TYPE_CHECKING:  # the settings (pydantic) load when a lake is opened, not for `lineage --api`
     from lineage.settings import Settings
@@ -149,9 +149,10 @@ class LakeTables:
         row_filter: Any = None,
         dictionary: Sequence[str] = (),
     ) -> Any:
-        """Arrow rows of ``lineage.<table>`` as the latest finished build left it (:attr:`pinned_ms`); the
-        string columns named in ``dictionary`` as Parquet keeps them, dictionary-encoded (each chunk its
-        own dictionary): repeated strings are neither copied nor hashed row by row."""
+        """Arrow rows of ``lineage.<table>`` as the latest finished build left it (:attr:`pinned_ms`,
+        :func:`lineage.query.pin.read_snapshot`); the string columns named in ``dictionary`` as Parquet
+        keeps them, dictionary-encoded (each chunk its own dictionary): repeated strings are neither copied
+        nor hashed row by row."""
         loaded = self.table(table)
         kwargs: dict[str, Any] = {}
         if columns:
@@ -159,7 +160,7 @@ class LakeTables:
         if row_filter is not None:
             kwargs["row_filter"] = row_filter
         if self.pinned_ms is not None:
-            pinned = loaded.snapshot_as_of_timestamp(self.pinned_ms, inclusive=True)
+            pinned = read_snapshot(loaded, self.pinned_ms)
             if pinned is None:  # created after that build
                 return empty_arrow(loaded, columns)
             kwargs["snapshot_id"] = pinned.snapshot_id

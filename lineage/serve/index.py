@@ -25,7 +25,7 @@ from typing import Any
 
 from lineage.query.errors import LookupError_
 from lineage.query.nodes import DATASET, Node
-from lineage.query.pin import STATE_TABLE, commit_mode, empty_arrow, finished_build
+from lineage.query.pin import STATE_TABLE, commit_mode, empty_arrow, finished_build, read_snapshot
 from lineage.query.store import LineageStore
 from lineage.settings import Settings
 
@@ -326,7 +326,7 @@ def load_index(settings: Settings) -> IndexedStore:
             if name in OPTIONAL_TABLES:
                 continue
             raise
-        pinned = table.snapshot_as_of_timestamp(build.timestamp_ms, inclusive=True)
+        pinned = read_snapshot(table, build.timestamp_ms)
         if pinned is None:  # created after that build: empty as of it
             tables[name] = empty_arrow(table)
             schemas[name] = table.schema()
