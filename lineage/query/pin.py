@@ -9,6 +9,7 @@ snapshot of the same rows, when every commit since only rewrote files (:func:`re
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 STATE_TABLE = "build_state"
@@ -37,14 +38,20 @@ def commit_mode(state: Any, snapshot: Any) -> str | None:
 def finished_build(state: Any) -> Any:
     """The ``build_state`` snapshot of the latest finished build (None before the first one): metadata
     only when the commits carry their mode, as every build of this version writes them."""
-    snapshot = state.current_snapshot()
-    while snapshot is not None:
+    for snapshot in _ancestry(state):
         mode = commit_mode(state, snapshot)
         if mode is not None and mode not in PENDING_MODES:
             return snapshot
-        parent = snapshot.parent_snapshot_id
-        snapshot = state.snapshot_by_id(parent) if parent is not None else None
     return None
+
+
+def _ancestry(table: Any) -> Iterator[Any]:
+    """The table's current snapshot, then its parent, and so on back to the first."""
+    snapshot = table.current_snapshot()
+    while snapshot is not None:
+        yield snapshot
+        parent = snapshot.parent_snapshot_id
+        snapshot = table.snapshot_by_id(parent) if parent is not None else None
 
 
 def read_snapshot(table: Any, at_ms: int) -> Any:
@@ -57,12 +64,11 @@ def read_snapshot(table: Any, at_ms: int) -> Any:
     if pinned is None:
         return None
     later = []  # the current snapshot's ancestors newer than the pinned one, newest first
-    snapshot = table.current_snapshot()
-    while snapshot is not None and snapshot.snapshot_id != pinned.snapshot_id:
+    for snapshot in _ancestry(table):
+        if snapshot.snapshot_id == pinned.snapshot_id:
+            break
         later.append(snapshot)
-        parent = snapshot.parent_snapshot_id
-        snapshot = table.snapshot_by_id(parent) if parent is not None else None
-    if snapshot is None:  # not an ancestor of the current one (a rollback since): as it was
+    else:  # not an ancestor of the current one (a rollback since): as it was
         return pinned
     for newer in reversed(later):
         if _operation(newer) != REPLACE:
